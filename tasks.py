@@ -1,22 +1,23 @@
 #!/usr/bin/env python3
 """calibkit's task runner: needs only Python >= 3.10 and the package registries.
 
-    python3 tasks.py demo    # set up .venv, install calibkit, run the main job on the bundled data
+    python3 tasks.py demo    # set up .venv, install calibkit, run the main job (`calibkit demo`) on the bundled data
     python3 tasks.py test    # set up .venv, then every check CI runs (clean, export, notebooks, pytest)
+    python3 tasks.py samples # re-render the charts and tables the notebooks write to sample_outputs/
     python3 tasks.py setup   # only create/update .venv
     python3 tasks.py readme  # regenerate README.md from nbs/index.ipynb
 
 The environment lives in `.venv/` next to this file; it is reinstalled only when the files that
 define it change (pyproject.toml, tests/plugin_pkg/pyproject.toml).
 """
-import hashlib, json, os, subprocess, sys, venv
+import hashlib, json, os, shutil, subprocess, sys, venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT/'.venv'
 BIN = VENV/('Scripts' if os.name == 'nt' else 'bin')
 STAMP = VENV/'.calibkit-install-stamp'
-# the notebooks the main job executes headless; each writes its charts and tables to sample_outputs/
+# the study/tutorial notebooks `samples` executes headless; each writes its charts and tables to sample_outputs/
 DEMO_NOTEBOOKS = ['41_studies.ipynb']
 # what must not change when notebooks are cleaned and the library is exported
 GENERATED = ['nbs', 'calibkit']
@@ -45,7 +46,7 @@ def setup():
         venv.EnvBuilder(with_pip=True).create(VENV)
     digest = hashlib.sha256(b''.join(p.read_bytes() for p in install_inputs())).hexdigest()
     if STAMP.exists() and STAMP.read_text() == digest: return
-    pkgs = ['-e', f'{ROOT}[dev]'] + [a for p in install_inputs()[1:] for a in ('-e', str(p.parent))]
+    pkgs = ['-e', f'{ROOT}[dev,dask]'] + [a for p in install_inputs()[1:] for a in ('-e', str(p.parent))]
     check(BIN/'python', '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', *pkgs)
     STAMP.write_text(digest)
 
@@ -72,8 +73,21 @@ def unchanged_by(tool, *args):
     print(f'ok: {tool} left the tree unchanged', flush=True)
 
 
+def browser():
+    "Install Debian's chromium and chromedriver for the report's browser test when missing and possible."
+    if shutil.which('chromium') and shutil.which('chromedriver'): return
+    if not (shutil.which('apt-get') and hasattr(os, 'geteuid') and os.geteuid() == 0):
+        print('note: chromium/chromedriver missing and apt-get unavailable (or not root): the browser test will skip', flush=True)
+        return
+    env = {**os.environ, 'DEBIAN_FRONTEND': 'noninteractive'}
+    ok = run('apt-get', 'update', '-qq', env=env).returncode == 0 and \
+        run('apt-get', 'install', '-y', '-qq', 'chromium', 'chromium-driver', env=env).returncode == 0
+    if not ok: print('note: installing chromium failed: the browser test will skip', flush=True)
+
+
 def test():
     setup()
+    browser()
     env = {**os.environ, 'CALIBKIT_QUIET': '1'}
     unchanged_by('nbdev-clean')
     unchanged_by('nbdev-export')
@@ -100,6 +114,17 @@ def readme():
 
 
 def demo():
+    "The main job: every bundled study as a calibration report in sample_outputs/demo/."
+    setup()
+    out = ROOT/'sample_outputs'/'demo'
+    check(BIN/'calibkit', 'demo', '--out', out, '--force')
+    # a picture of one report, taken in a real browser when one is installed (`python3 tasks.py test` installs it)
+    run(BIN/'python', ROOT/'tests'/'browser.py', out/'synthetic'/'report.html', ROOT/'sample_outputs'/'demo_report.png')
+    print(f'done: open {out}/*/report.html')
+
+
+def samples():
+    "Re-render every chart and table the study and tutorial notebooks write to sample_outputs/."
     setup()
     for nb in DEMO_NOTEBOOKS:
         check(BIN/'nbdev-test', '--do-print', '--timing', ROOT/'nbs'/nb)
@@ -107,6 +132,6 @@ def demo():
 
 
 if __name__ == '__main__':
-    tasks = dict(setup=setup, test=test, demo=demo, readme=readme)
+    tasks = dict(setup=setup, test=test, demo=demo, samples=samples, readme=readme)
     if len(sys.argv) != 2 or sys.argv[1] not in tasks: sys.exit(__doc__)
     tasks[sys.argv[1]]()

@@ -146,9 +146,9 @@ def _html(r: Report) -> str:
               e(json.dumps(r.meta, indent=1, default=str)), '</pre></body></html>']
     return '\n'.join(parts)
 
-# %% ../nbs/60_report.ipynb #630ec89f
+# %% ../nbs/60_report.ipynb #3dcc34df
 def _records(df):
-    return None if df is None else json.loads(df.to_json(orient='records', double_precision=10))
+    return None if df is None else json.loads(df.to_json(orient='records', double_precision=15))
 
 def _save(r: Report, out: Path, force: bool) -> list[Path]:
     if out.exists() and not force: raise FileExistsError(f'{out} exists; choose another --out or pass --force to replace it')

@@ -1,0 +1,125 @@
+"The `calibkit` command: formats in, files out, one-line errors, safety of inputs, and the report in a real browser."
+import hashlib, json, subprocess, sys
+from pathlib import Path
+import numpy as np, pandas as pd, pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import browser  # noqa: E402
+
+EXE = str(Path(sys.executable).parent/'calibkit')
+
+
+def calibkit(*args, cwd=None):
+    return subprocess.run([EXE, *map(str, args), '--quiet'], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture(scope='module')
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp('cli')
+    rng = np.random.default_rng(0)
+    q = rng.beta(2, 2, 4000)
+    df = pd.DataFrame(dict(conf=q, correct=(rng.random(4000) < q ** 1.3).astype(int),
+                           label=rng.choice(['N', 'V', 'A', 'D'], 4000, p=[.5, .3, .15, .05])))
+    df[:2000].to_csv(d/'dev.csv', index=False)
+    df[2000:].to_csv(d/'test.csv', index=False)
+    df[2000:].to_parquet(d/'test.parquet')
+    df[2000:].to_json(d/'test.jsonl', orient='records', lines=True)
+    s = rng.dirichlet(np.ones(6) * .4, size=500)
+    np.savez(d/'scores.npz', scores=s, gold=np.array([rng.choice(6, p=p) for p in s]))
+    (d/'counts.json').write_text(json.dumps(dict(N=5000, V=3000, A=1500, D=500)))
+    return d
+
+
+@pytest.mark.parametrize('cmd', [[], ['report'], ['demo'], ['plugins']])
+def test_help_on_every_command(cmd):
+    r = subprocess.run([EXE, *cmd, '--help'], capture_output=True, text=True)
+    assert r.returncode == 0 and 'usage: calibkit' in r.stdout
+
+
+@pytest.mark.parametrize('name', ['test.csv', 'test.parquet', 'test.jsonl'])
+def test_report_from_events_files_agree(data, tmp_path, name):
+    r = calibkit('report', data/name, '--out', tmp_path/'r', '--samples', 50)
+    assert r.returncode == 0, r.stderr
+    assert {'report.html', 'metrics.json', 'bins.csv', 'reliability_before.svg', 'reliability_before.vl.json'} <= \
+        {p.name for p in (tmp_path/'r').iterdir()}
+    m = json.loads((tmp_path/'r'/'metrics.json').read_text())
+    from calibkit import calib_mse
+    df = pd.read_csv(data/'test.csv')
+    got = {row['metric']: row['estimate'] for row in m['metrics']}
+    assert got['CalibMSE'] == pytest.approx(calib_mse(df.conf, df.correct, n_bins=10), rel=1e-9)
+    assert m['meta']['command'].startswith('calibkit report')
+    assert m['meta']['calibkit_version']
+
+
+def test_score_matrix_uses_threshold_and_reports_drops(data, tmp_path):
+    r = calibkit('report', data/'scores.npz', '--out', tmp_path/'r', '--threshold', .05, '--samples', 50)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path/'r'/'metrics.json').read_text())['summary']
+    scores = np.load(data/'scores.npz')['scores']
+    assert s['n_cells'] == scores.size and s['n_dropped'] == int((scores < .05).sum())
+    assert s['events'] == int((scores >= .05).sum())
+
+
+def test_default_out_is_named_after_input_and_never_the_input(data, tmp_path):
+    r = calibkit('report', data/'test.csv', '--samples', 20, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path/'test-calibration'/'report.html').is_file()
+    r = calibkit('report', data/'test.csv', '--out', data, '--force')
+    assert r.returncode == 2 and 'would replace or contain the input' in r.stderr and (data/'test.csv').exists()
+
+
+def test_existing_out_refused_unless_force_and_input_untouched(data, tmp_path):
+    before = hashlib.sha256((data/'test.csv').read_bytes()).hexdigest()
+    assert calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--samples', 20).returncode == 0
+    r = calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--samples', 20)
+    assert r.returncode == 2 and 'exists' in r.stderr and '--force' in r.stderr
+    assert calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--samples', 20, '--force').returncode == 0
+    assert hashlib.sha256((data/'test.csv').read_bytes()).hexdigest() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith('.')], 'temporary folders left behind'
+
+
+BAD = {
+    'missing.csv': ('conf,label\n0.5,N\n', "missing column(s) ['correct']"),
+    'text.csv': ('conf,correct\n0.5,1\nhigh,0\n', "column 'conf', line 3: 'high' is not a number"),
+    'nan.csv': ('conf,correct\n0.5,1\n0.4,0\n,1\n', "column 'conf', line 4"),
+    'range.csv': ('conf,correct\n0.5,1\n1.2,0\n', "column 'conf', line 3: 1.2 is outside [0, 1]"),
+    'label.csv': ('conf,correct\n0.5,yes\n', "column 'correct', line 2: 'yes' is not 0/1"),
+    'broken.jsonl': ('{"conf": 0.5, "correct": 1}\n{"conf": 0.5,\n', 'broken.jsonl: line 2, column'),
+    'weird.xlsx': ('x', "unknown file type '.xlsx'"),
+}
+
+
+@pytest.mark.parametrize('name', sorted(BAD))
+def test_bad_input_is_one_clear_line(tmp_path, name):
+    text, expected = BAD[name]
+    (tmp_path/name).write_text(text)
+    r = calibkit('report', tmp_path/name, '--out', tmp_path/'r')
+    assert r.returncode == 2
+    assert r.stderr.count('\n') == 1 and r.stderr.startswith('calibkit: error: '), r.stderr
+    assert expected in r.stderr and 'Traceback' not in r.stderr
+    assert not (tmp_path/'r').exists()
+
+
+def test_unreadable_and_missing_files(tmp_path):
+    r = calibkit('report', tmp_path/'nope.csv')
+    assert r.returncode == 2 and 'nope.csv: no such file' in r.stderr
+    (tmp_path/'bin.parquet').write_bytes(b'not parquet at all')
+    r = calibkit('report', tmp_path/'bin.parquet')
+    assert r.returncode == 2 and 'cannot read as parquet' in r.stderr
+
+
+def test_debug_shows_traceback(tmp_path):
+    r = calibkit('report', tmp_path/'nope.csv', '--debug')
+    assert r.returncode != 0 and 'Traceback' in r.stderr
+
+
+def test_report_renders_in_a_real_browser(data, tmp_path):
+    why = browser.missing()
+    if why: pytest.skip(f'browser check skipped: {why}')
+    assert calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--samples', 50).returncode == 0
+    page = browser.open_page(tmp_path/'r'/'report.html', screenshot=tmp_path/'shot.png')
+    assert page['errors'] == []
+    assert page['svgs'] and all(w > 100 and h > 100 and vis == 'visible' for w, h, vis in page['svgs'])
+    assert (tmp_path/'shot.png').stat().st_size > 10_000
+    html = (tmp_path/'r'/'report.html').read_text()
+    assert '<script' not in html and 'cdn.' not in html
