@@ -31,3 +31,33 @@ def test_wheel_contains_all_subpackages(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {str(p.relative_to(ROOT)) for p in (ROOT/'calibkit').rglob('*.py')}
     assert expected <= names, f'missing from the wheel: {sorted(expected - names)}'
+
+
+def readme_section(title):
+    text = (ROOT/'README.md').read_text()
+    return text.split(f'## {title}', 1)[1].split('\n## ', 1)[0]
+
+
+def test_readme_use_it_on_your_model_examples_run(tmp_path, monkeypatch):
+    "Every python and bash block of the README's 'Use it on your model' section, in order, in a fresh folder."
+    import re, shlex
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv('CALIBKIT_QUIET', '1')
+    blocks = re.findall(r'```(python|bash)\n(.*?)```', readme_section('Use it on your model'), re.S)
+    assert [k for k, _ in blocks].count('bash') >= 2 and [k for k, _ in blocks].count('python') >= 3
+    ns = {}
+    exe = str(Path(sys.executable).parent/'calibkit')
+    for kind, code in blocks:
+        if kind == 'python':
+            exec(compile(code, 'README.md', 'exec'), ns)
+            continue
+        for line in code.splitlines():
+            cmd = shlex.split(line, comments=True)
+            if not cmd: continue
+            assert cmd[0] == 'calibkit'
+            r = subprocess.run([exe, *cmd[1:], '--quiet'], capture_output=True, text=True)
+            assert r.returncode == 0, f'{line}\n{r.stderr}'
+    for out in ('test-calibration', 'iso', 'tfg', 'marginal', 'marginal-from-python'):
+        assert (tmp_path/out/'report.html').is_file(), out
+    groups = (tmp_path/'tfg'/'groups.csv').read_text()
+    assert 'after' in groups and 'before' in groups
