@@ -15,12 +15,17 @@ from .binning import BinStats, bin_starts, equal_mass_stats, fixed_width_stats, 
 __all__ = ['calib_mse', 'Interval', 'calib_mse_interval', 'ece', 'ece_interval', 'smce', 'gmce', 'MarginalCE', 'marginal_ce',
            'top_label_ce', 'Brier', 'brier']
 
-# %% ../nbs/03_metrics.ipynb #ce0628af
+# %% ../nbs/03_metrics.ipynb #b3ae381b
 def _weighted_sq_gap(st: BinStats) -> float: return float(np.sum(st.weight * st.gap ** 2))
 
-def calib_mse(conf, correct=None, *, bin_size=None, n_bins=None) -> float:
+def _noise_term(n, acc) -> np.ndarray:
+    "Per-bin unbiased estimate of Var(acc) = p(1−p)/n, i.e. acc(1−acc)/(n−1) (0 for single-event bins)."
+    return np.divide(acc * (1 - acc), n - 1, out=np.zeros(np.shape(acc)), where=np.asarray(n) > 1)
+
+def calib_mse(conf, correct=None, *, bin_size=None, n_bins=None, debias: bool = False) -> float:
     "CalibMSE = Σ_i |B_i|/N (conf_i − acc_i)² over equal-mass bins (exactly one of `bin_size`, `n_bins`)."
-    return _weighted_sq_gap(equal_mass_stats(conf, correct, bin_size=bin_size, n_bins=n_bins))
+    st = equal_mass_stats(conf, correct, bin_size=bin_size, n_bins=n_bins)
+    return _weighted_sq_gap(st) - (float(st.weight @ _noise_term(st.n, st.acc)) if debias else 0.0)
 
 # %% ../nbs/03_metrics.ipynb #5b41e3b0
 class Interval(NamedTuple):
@@ -35,7 +40,7 @@ def _check_samples(n_samples, level, seed):
     z_value(level)
     return int(n_samples), level, seed
 
-# %% ../nbs/03_metrics.ipynb #37682634
+# %% ../nbs/03_metrics.ipynb #e0cb35dc
 def _normal_gaps(st: BinStats, n_samples: int, rng) -> np.ndarray:
     "|conf − p*| per bin for `n_samples` draws p* ~ Normal(acc, se²) (the thesis' sampling), shape (n_samples, B)."
     acc = st.acc
@@ -56,7 +61,8 @@ def _normal_interval(st: BinStats, norm: str, n_samples: int, level: float, rng)
     m, h = vals.mean(), z_value(level) * vals.std(ddof=1)
     return Interval(float(_norm_of_gaps(st.gap, st.weight, norm)), max(0.0, float(m - h)), float(m + h))
 
-def _bootstrap_samples(conf, correct, bin_size, n_bins, n_samples: int, rng, chunk: int = 8) -> np.ndarray:
+def _bootstrap_samples(conf, correct, bin_size, n_bins, n_samples: int, rng, chunk: int = 8,
+                       debias: bool = False) -> np.ndarray:
     "CalibMSE of `n_samples` bootstrap resamples of the events, re-binned with the same bin specification."
     c, y = as_pairs(conf, correct)
     n = len(c)
@@ -70,21 +76,28 @@ def _bootstrap_samples(conf, correct, bin_size, n_bins, n_samples: int, rng, chu
         m = min(chunk, n_samples - s0)
         # sorted draws of positions in the stable conf order = the resample, itself in stable conf order
         d = np.sort(rng.integers(0, n, size=(m, n), dtype=dtype), axis=1)
-        gap = np.add.reduceat(cs[d], starts, axis=1) - np.add.reduceat(ys[d], starts, axis=1, dtype=np.float64)
+        sum_y = np.add.reduceat(ys[d], starts, axis=1, dtype=np.float64)
+        gap = np.add.reduceat(cs[d], starts, axis=1) - sum_y
         out[s0:s0 + m] = (gap ** 2 / size).sum(axis=1) / n
+        if debias: out[s0:s0 + m] -= _noise_term(size, sum_y / size) @ (size / n)
     return out
 
 def calib_mse_interval(conf, correct=None, *, bin_size=None, n_bins=None, method='normal',
-                       n_samples=None, level=None, seed=None) -> Interval:
+                       n_samples=None, level=None, seed=None, debias: bool = False) -> Interval:
     "CalibMSE with a `level` interval by the thesis' per-bin Normal sampling or the event bootstrap."
     n_samples, level, seed = _check_samples(n_samples, level, seed)
     st = equal_mass_stats(conf, correct, bin_size=bin_size, n_bins=n_bins)
     rng = np.random.default_rng(seed)
-    if method == 'normal': return _normal_interval(st, 'sq', n_samples, level, rng)
+    if method == 'normal':
+        if not debias: return _normal_interval(st, 'sq', n_samples, level, rng)
+        est = _weighted_sq_gap(st) - float(st.weight @ _noise_term(st.n, st.acc))
+        h = z_value(level) * _norm_of_gaps(_normal_gaps(st, n_samples, rng), st.weight, 'sq').std(ddof=1)
+        return Interval(est, est - h, est + h)
     if method == 'bootstrap':
-        vals = _bootstrap_samples(conf, correct, bin_size, n_bins, n_samples, rng)
+        vals = _bootstrap_samples(conf, correct, bin_size, n_bins, n_samples, rng, debias=debias)
         lo, hi = np.quantile(vals, [(1 - level) / 2, (1 + level) / 2])
-        return Interval(_weighted_sq_gap(st), float(lo), float(hi))
+        est = _weighted_sq_gap(st) - (float(st.weight @ _noise_term(st.n, st.acc)) if debias else 0.0)
+        return Interval(est, float(lo), float(hi))
     raise ValueError(f"method must be 'normal' or 'bootstrap', got {method!r}")
 
 # %% ../nbs/03_metrics.ipynb #e1f5b205
