@@ -12,20 +12,60 @@ from .events import events
 from .report import calibration_report
 
 # %% auto #0
-__all__ = ['DEMOS', 'demo_synthetic', 'run_demos']
+__all__ = ['DEMOS', 'demo_synthetic', 'data_dir', 'demo_twitter_pos', 'demo_coref', 'run_demos', 'write_index']
 
-# %% ../nbs/63_demos.ipynb #5ea3b920
+# %% ../nbs/63_demos.ipynb #be59b65c
 def demo_synthetic(out: Path) -> list[Path]:
-    "Over-confident synthetic forecaster (thesis' generator, k = 0.1): measured, then recalibrated by isotonic regression."
+    "The thesis' miscalibrated synthetic forecaster (k = 0.1: under-confident), then recalibrated by isotonic regression."
     from calibkit.studies import synthetic
     dev, test = (events(*synthetic(20_000, k=0.1, seed=s)) for s in (1, 2))
-    rep = calibration_report(test, fit=dev, recal='isotonic', title='Synthetic over-confident forecaster (k = 0.1)')
+    rep = calibration_report(test, fit=dev, recal='isotonic', title='Synthetic under-confident forecaster (thesis generator, k = 0.1)')
     rep.save(out/'synthetic', force=True)
     return [out/'synthetic']
 
-DEMOS = {'synthetic': demo_synthetic}
+def data_dir() -> Path:
+    "The bundled `data/` folder of the calibkit checkout."
+    import calibkit
+    d = Path(calibkit.__file__).resolve().parent.parent/'data'
+    if not d.is_dir(): raise FileNotFoundError(f'{d} not found: the demos need a calibkit source checkout (its data/ folder)')
+    return d
 
-# %% ../nbs/63_demos.ipynb #2f4a4120
+def demo_twitter_pos(out: Path) -> list[Path]:
+    "HMM, basic and featured CRF and softmax taggers on ARK Twitter POS: full-marginal events, isotonic recalibration."
+    from calibkit.datasets.conll import read_conll
+    from calibkit.models.taggers import CRFTagger, HMMTagger, SoftmaxTagger, tagger_events
+    data = {s: read_conll(data_dir()/'twpos'/f'oct27.{s}') for s in ('train', 'dev', 'test')}
+    models = {'hmm': HMMTagger(), 'crf_basic': CRFTagger('basic'), 'crf_advanced': CRFTagger('advanced'),
+              'softmax': SoftmaxTagger()}
+    done = []
+    for name, m in progress(models.items(), desc='twitter_pos', unit='model'):
+        m.fit(*data['train'])
+        dev, test = (tagger_events(m, *data[s], events='marginal', threshold=default('threshold')) for s in ('dev', 'test'))
+        rep = calibration_report(test, fit=dev, recal='isotonic', meta=dict(accuracy=m.score(*data['test'])),
+                                 title=f'Twitter POS, {name}: marginal events on oct27.test')
+        rep.save(out/'twitter_pos'/name, force=True)
+        done.append(out/'twitter_pos'/name)
+    return done
+
+def demo_coref(out: Path) -> list[Path]:
+    "Mention-ranking model on LitBank; Monte Carlo 'same entity?' confidences; isotonic recalibration fitted on dev."
+    from calibkit.datasets.coref import read_conll2012_coref
+    from calibkit.models.coref import MentionRanker, split_documents
+    from calibkit.plugins import extractor
+    split = split_documents(read_conll2012_coref(data_dir()/'litbank'))
+    model = MentionRanker(window=50).fit(split['train'])
+    ex = extractor('coref_mc', seed=0, quiet=True)
+    ev = {s: pd.concat([ex.extract(model.antecedent_probs(d), gold=d.clusters, doc=d.name, seed=k)
+                        for k, d in enumerate(split[s])], ignore_index=True) for s in ('dev', 'test')}
+    pair = {s: e[e['kind'] == 'pair'].reset_index(drop=True) for s, e in ev.items()}
+    rep = calibration_report(pair['test'], fit=pair['dev'], recal='isotonic', n_bins=20,
+                             title='LitBank coreference: "same entity?" (Monte Carlo, 1,000 clusterings)')
+    rep.save(out/'coref_mc', force=True)
+    return [out/'coref_mc']
+
+DEMOS = {'synthetic': demo_synthetic, 'twitter_pos': demo_twitter_pos, 'coref': demo_coref}
+
+# %% ../nbs/63_demos.ipynb #92c706c1
 def run_demos(out, *, only=None, force: bool = False) -> list[Path]:
     "Run the demos named in `only` (default: all) into `out`; refuse an existing `out` unless `force`."
     out = Path(out)
@@ -36,4 +76,24 @@ def run_demos(out, *, only=None, force: bool = False) -> list[Path]:
     done = []
     for name in progress([n for n in DEMOS if only is None or n in only], desc='calibkit demo', unit='study'):
         done += DEMOS[name](out)
+    write_index(out, done)
     return done
+
+def write_index(out: Path, reports: list[Path]):
+    "An index.html in `out` linking every report with its headline numbers."
+    import html, json
+    rows = []
+    for r in reports:
+        m = json.loads((r/'metrics.json').read_text())
+        est = {(x['stage'], x['metric']): x['estimate'] for x in m['metrics']}
+        cells = ''.join(f'<td>{est[(st, "CalibMSE")]:.4g}</td><td>{est[(st, "ECE (l1)")]:.4g}</td>'
+                        if (st, 'CalibMSE') in est else '<td></td><td></td>' for st in ('before', 'after'))
+        rel = r.relative_to(out).as_posix()
+        rows.append(f'<tr><td><a href="{rel}/report.html">{html.escape(m["meta"]["title"])}</a></td>'
+                    f'<td>{m["summary"]["events"]}</td>{cells}</tr>')
+    (out/'index.html').write_text(
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>calibkit demo</title><style>'
+        'body{font-family:system-ui,sans-serif;margin:2em}td,th{border:1px solid #ccc;padding:.3em .6em}'
+        'table{border-collapse:collapse}</style></head><body><h1>calibkit demo</h1><table><tr><th>study</th>'
+        '<th>events</th><th>CalibMSE</th><th>ECE</th><th>CalibMSE after recalibration</th><th>ECE after</th></tr>'
+        + '\n'.join(rows) + '</table></body></html>\n', encoding='utf-8')

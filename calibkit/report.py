@@ -114,7 +114,7 @@ def calibration_report(events: pd.DataFrame, *, fit: pd.DataFrame | None = None,
     return Report(summary=_summary(events), metrics=pd.DataFrame(metrics), bins=pd.concat(bins)[cols].reset_index(drop=True),
                   groups=pd.DataFrame(groups) if groups else None, charts=charts, meta=meta)
 
-# %% ../nbs/60_report.ipynb #1141addd
+# %% ../nbs/60_report.ipynb #ab4670cd
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
 th{background:#f3f3f3}code,pre{background:#f6f6f6;padding:.1em .3em}figure{display:inline-block;margin:.5em}
@@ -128,16 +128,23 @@ def _svg(chart) -> str:
 def _table(df: pd.DataFrame) -> str:
     return df.to_html(index=False, float_format=lambda v: f'{v:.4g}', na_rep='', border=0)
 
+def _metrics_wide(m: pd.DataFrame) -> pd.DataFrame:
+    "One row per metric, one column per stage: 'estimate [lo, hi]'."
+    fmt = lambda r: f'{r.estimate:.4g}' + ('' if np.isnan(r.lo) else f' [{r.lo:.4g}, {r.hi:.4g}]')
+    cell = m.assign(value=m.apply(fmt, axis=1))
+    return cell.pivot(index='metric', columns='stage', values='value').reindex(pd.unique(m.metric))[
+        list(pd.unique(m.stage))].reset_index().rename_axis(columns=None)
+
 def _html(r: Report) -> str:
     e = html.escape
-    summary = pd.DataFrame([{'quantity': k, 'value': v} for k, v in r.summary.items()])
+    show = lambda v: f'{v:,}' if isinstance(v, (int, np.integer)) else (f'{v:.4g}' if isinstance(v, float) else str(v))
+    summary = pd.DataFrame([{'quantity': k, 'value': show(v)} for k, v in r.summary.items()])
     parts = [f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(r.meta["title"])}</title>',
              f'<style>{_CSS}</style></head><body><h1>{e(r.meta["title"])}</h1>',
              '<h2>Data</h2>', _table(summary),
              '<h2>Metrics</h2><p class="note">Equal-mass bins; intervals from per-bin Normal resampling of bin '
              f'accuracies ({r.meta["level"]:.0%}, {r.meta["n_samples"]} samples). An estimate below its interval is at '
-             'the noise floor.</p>', _table(r.metrics.pivot(index='metric', columns='stage', values='estimate')
-                                         .reset_index() if 'after' in set(r.metrics.stage) else r.metrics.drop(columns='stage')),
+             'the noise floor.</p>', _table(_metrics_wide(r.metrics)),
              '<h2>Reliability</h2>', *(f'<figure>{_svg(ch)}</figure>' for k, ch in r.charts.items() if k.startswith('reliability'))]
     if r.groups is not None:
         parts += ['<h2>Per group (GMCE)</h2>', _table(r.groups),

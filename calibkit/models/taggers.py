@@ -15,7 +15,7 @@ from ..extractors.taggers import crf_marginals, from_crfsuite
 
 # %% auto #0
 __all__ = ['WORD_CLASSES', 'FEATURE_SETS', 'word_class', 'word_shape', 'token_features', 'Potentials', 'Tagger', 'HMMTagger',
-           'crfsuite_weights', 'CRFTagger', 'SoftmaxTagger']
+           'crfsuite_weights', 'CRFTagger', 'SoftmaxTagger', 'tagger_output', 'tagger_events']
 
 # %% ../../nbs/12_models_taggers.ipynb #a856dbcf
 _URL = re.compile(r'^(?:https?://|www\.)|\.(?:com|org|net|ly|co|me)(?:/|$)', re.I)
@@ -289,3 +289,21 @@ class SoftmaxTagger(Tagger):
         "Softmax probabilities, one (T, K) array per sentence."
         self._check_fitted()
         return _split(self.classifier_.predict_proba(self._x(sents)), _check_sents(sents))
+
+# %% ../../nbs/12_models_taggers.ipynb #77975f3c
+def tagger_output(model: Tagger, sents) -> tuple:
+    "The model's raw output, the extractor that reads it, that extractor's parameters and `extract` keywords."
+    if isinstance(model, HMMTagger):
+        pot = model.potentials(sents)
+        return pot.emissions, 'crf_marginals', {}, dict(transitions=pot.transitions, start=pot.start, end=pot.end)
+    if isinstance(model, CRFTagger):
+        return model.crf_.predict_marginals([token_features(s, model.features) for s in sents]), 'crfsuite', {}, {}
+    if isinstance(model, SoftmaxTagger): return model.logits(sents), 'softmax', dict(kind='logits'), {}
+    raise TypeError(f'model must be an HMMTagger, CRFTagger or SoftmaxTagger, got {type(model).__name__}')
+
+def tagger_events(model: Tagger, sents, tags, **params) -> pd.DataFrame:
+    "Events of a fitted tagger on tagged sentences, through its extractor (`events=`, `tag=`, `threshold=` in `params`)."
+    from calibkit.plugins import extractor
+    model._check_fitted()
+    out, name, p, kw = tagger_output(model, sents)
+    return extractor(name, **p, **params).extract(out, tags, labels=model.tags_, **kw)
