@@ -178,7 +178,7 @@ def gmce(events: pd.DataFrame, groups, *, n_bins=None) -> pd.DataFrame:
                       f'{list(index[small])}')
     return t[~empty].reset_index(drop=True)
 
-# %% ../nbs/03_metrics.ipynb #93bd4da8
+# %% ../nbs/03_metrics.ipynb #8a69224b
 class MarginalCE(NamedTuple):
     "Kumar et al.'s marginal calibration error and the per-class table behind it."
     value: float
@@ -189,8 +189,9 @@ def marginal_ce(scores, gold, *, n_bins=None, threshold=0.0, min_events=None, la
     n_bins = default('n_bins', n_bins)
     min_events = n_bins if min_events is None else min_events
     if min_events < 1: raise ValueError(f'min_events must be >= 1, got {min_events}')
-    ev = events_from_scores(scores, gold, threshold=threshold)
-    k = np.shape(scores)[1]
+    s, g = check_scores(scores, gold, labels)              # gold may be given as label names
+    ev = events_from_scores(s, g, threshold=threshold)
+    k = s.shape[1]
     lab = ev['label'].to_numpy()
     t, _ = _binned_by_group(ev['conf'].to_numpy(), ev['correct'].to_numpy(), lab, k, n_bins, 'class')
     t.insert(0, 'label', list(labels) if labels is not None else np.arange(k))
