@@ -12,9 +12,10 @@ from .events import events
 from .report import calibration_report
 
 # %% auto #0
-__all__ = ['DEMOS', 'demo_synthetic', 'data_dir', 'demo_twitter_pos', 'demo_coref', 'run_demos', 'write_index']
+__all__ = ['DEMOS', 'demo_synthetic', 'data_dir', 'demo_twitter_pos', 'demo_coref', 'demo_sparse_tagsets', 'run_demos',
+           'write_index']
 
-# %% ../nbs/63_demos.ipynb #be59b65c
+# %% ../nbs/63_demos.ipynb #451565ae
 def demo_synthetic(out: Path) -> list[Path]:
     "The thesis' miscalibrated synthetic forecaster (k = 0.1: under-confident), then recalibrated by isotonic regression."
     from calibkit.studies import synthetic
@@ -63,7 +64,17 @@ def demo_coref(out: Path) -> list[Path]:
     rep.save(out/'coref_mc', force=True)
     return [out/'coref_mc']
 
-DEMOS = {'synthetic': demo_synthetic, 'twitter_pos': demo_twitter_pos, 'coref': demo_coref}
+def demo_sparse_tagsets(out: Path) -> list[Path]:
+    "Softmax tagger on UD EWT's XPOS+DEPREL tagset (486 tags): marginal events, TFG (G = 5) with per-group histogram binning."
+    from calibkit.sparse import ewt_study_events
+    st = ewt_study_events(data_dir()/'ud_ewt')
+    rep = calibration_report(st.test_events, fit=st.dev_events, counts=st.train_counts, group='tfg', recal='histogram',
+                             title='UD EWT XPOS+DEPREL: marginal events, TFG + histogram binning')
+    rep.save(out/'sparse_tagsets', force=True)
+    return [out/'sparse_tagsets']
+
+DEMOS = {'synthetic': demo_synthetic, 'twitter_pos': demo_twitter_pos, 'sparse_tagsets': demo_sparse_tagsets,
+         'coref': demo_coref}
 
 # %% ../nbs/63_demos.ipynb #92c706c1
 def run_demos(out, *, only=None, force: bool = False) -> list[Path]:
