@@ -1,0 +1,236 @@
+"The plugin registry: hooks, built-ins, lookups and their errors, installed (entry-point) plugins and their isolation."
+import ast, importlib, inspect, json, os, subprocess, sys
+from pathlib import Path
+import numpy as np, pandas as pd
+import pytest
+import calibkit
+import calibkit.plugins as P
+from calibkit.plugins import Hookspecs, hookimpl, register_plugin, unregister_plugin
+
+ROOT = Path(__file__).resolve().parents[1]
+HOOKS = sorted(n for n, f in inspect.getmembers(Hookspecs) if hasattr(f, 'calibkit_spec'))
+
+
+def registered(plugin, name='test_plugin'):
+    "Context: `plugin` registered under `name`, unregistered afterwards."
+    class Ctx:
+        def __enter__(self): return register_plugin(plugin, name=name)
+        def __exit__(self, *exc): unregister_plugin(name)
+    return Ctx()
+
+
+class Identity:
+    name, description = 'identity', 'Leaves confidences unchanged'
+    def __init__(self, scale: float = 1.0): self.scale = scale
+    def fit(self, conf, correct=None): return self
+    def transform(self, conf): return conf
+
+
+def test_every_hook_is_documented_and_tested():
+    assert HOOKS == ['register_extractors', 'register_groupers', 'register_recalibrators']
+    tree = ast.parse(Path(__file__).read_text())
+    tests = {f.name: ast.get_source_segment(Path(__file__).read_text(), f) for f in tree.body
+             if isinstance(f, ast.FunctionDef) and f.name.startswith('test_') and f.name != 'test_every_hook_is_documented_and_tested'}
+    for hook in HOOKS:
+        doc = inspect.getdoc(getattr(Hookspecs, hook))
+        assert doc and 'register(cls)' in doc, f'hook {hook} lacks a docstring saying how to register'
+        assert any(hook in src for src in tests.values()), f'no test mentions hook {hook}'
+
+
+def test_register_extractors_hook():
+    class Toy:
+        name, description = 'toy_extractor', 'Events from a list of (conf, correct) pairs'
+        def extract(self, output, **kw): return calibkit.events(*zip(*output))
+    class Plugin:
+        @hookimpl
+        def register_extractors(register): register(Toy)
+    with registered(Plugin):
+        ev = calibkit.extractor('toy_extractor').extract([(.2, 0), (.9, 1)])
+        assert list(ev.conf) == [.2, .9] and list(ev.correct) == [0, 1]
+    with pytest.raises(ValueError, match="unknown extractor 'toy_extractor'"): calibkit.extractor('toy_extractor')
+
+
+def test_register_groupers_hook():
+    from calibkit.groupers import BySubtag
+    class Suffix(BySubtag):
+        name, description = 'suffix', 'Groups tags by their last character'
+        def __init__(self): super().__init__(key=lambda t: t[-1])
+    class Plugin:
+        @hookimpl
+        def register_groupers(register): register(Suffix)
+    with registered(Plugin):
+        g = calibkit.grouper('suffix').fit({'NN': 5, 'VB': 3, 'NNS': 2, 'VBS': 1})
+        assert list(g.assign(['VBS', 'NN', 'VB'])) == [2, 0, 1]      # keys by frequency: N (5), then B and S (3 each, tie by key)
+        assert g.table().n_tags.sum() == 4
+
+
+def test_register_recalibrators_hook():
+    class Plugin:
+        @hookimpl
+        def register_recalibrators(register): register(Identity)
+    with registered(Plugin, name='identity_plugin'):
+        row = calibkit.plugins().set_index('name').loc['identity']
+        assert (row.kind, row.plugin, row.distribution) == ('recalibrator', 'identity_plugin', None)
+        assert calibkit.recalibrator('identity', scale=2.0).scale == 2.0
+    assert 'identity' not in set(calibkit.plugins().name)
+
+
+def test_builtins_are_listed_with_their_distribution():
+    t = calibkit.plugins()
+    assert list(t.columns) == ['kind', 'name', 'description', 'distribution', 'plugin']
+    mine = t[t.plugin.isin(['calibkit.groupers', 'calibkit.recalibrators'])]
+    assert sorted(mine.name) == ['by_subtag', 'histogram', 'isotonic', 'per_class', 'platt', 'scaling_binning', 'shared', 'tfg']
+    assert set(t.distribution) == {'calibkit'}                       # installed plugins are not loaded in tests
+    assert t.description.map(lambda d: bool(d) and '\n' not in d).all()
+    assert t.groupby('kind').name.apply(lambda s: s.is_unique).all()
+
+
+def test_lookups_return_fresh_instances_and_unknown_names_list_the_known():
+    a, b = calibkit.recalibrator('histogram', n_bins=5), calibkit.recalibrator('histogram', n_bins=5)
+    assert a is not b and a.n_bins == b.n_bins == 5
+    with pytest.raises(ValueError, match=r"unknown grouper 'tgf'; known groupers: by_subtag, per_class, shared, tfg"):
+        calibkit.grouper('tgf')
+    with pytest.raises(TypeError, match='grouper name must be a string'): calibkit.grouper(None)
+
+
+def test_bad_parameters_name_the_plugin_and_the_accepted_ones():
+    with pytest.raises(TypeError) as e: calibkit.recalibrator('scaling_binning', bins=5)
+    msg = str(e.value)
+    assert "recalibrator 'scaling_binning' from plugin 'calibkit.recalibrators' (distribution 'calibkit')" in msg
+    assert "unexpected keyword argument 'bins'" in msg
+    assert "accepted parameters: n_bins=None, scaler='isotonic', split=0.5, seed=None" in msg
+    with pytest.raises(ValueError, match='n_groups must be an integer >= 1'):       # the class's own validation
+        calibkit.grouper('tfg', n_groups=0)
+
+
+def test_duplicate_names_are_refused_naming_both_sources():
+    class Plugin:
+        @hookimpl
+        def register_groupers(register): register(type('Tfg2', (calibkit.groupers.Shared,), dict(name='tfg')))
+    with registered(Plugin, name='dup_plugin'):
+        with pytest.raises(ValueError) as e: calibkit.grouper('shared')
+    msg = str(e.value)
+    assert "grouper name 'tfg' is registered twice" in msg
+    assert "calibkit.groupers.TagFrequency from plugin 'calibkit.groupers' (distribution 'calibkit')" in msg
+    assert "Tfg2 from plugin 'dup_plugin'" in msg
+    assert isinstance(calibkit.grouper('tfg'), calibkit.groupers.TagFrequency)      # healthy again once it is gone
+
+
+def test_exceptions_inside_plugins_carry_a_note_naming_the_plugin():
+    class RaisingHook:
+        @hookimpl
+        def register_recalibrators(register): raise KeyError('oops')
+    with registered(RaisingHook, name='raising'):
+        with pytest.raises(KeyError) as e: calibkit.recalibrator('isotonic')
+    assert e.value.__notes__ == ["raised by calibkit plugin 'raising' in hook register_recalibrators"]
+
+    class Broken(Identity):
+        name = 'broken'
+        def __init__(self, scale=1.0): raise RuntimeError('bad state')
+    class Plugin:
+        @hookimpl
+        def register_recalibrators(register): register(Broken)
+    with registered(Plugin, name='broken_plugin'):
+        with pytest.raises(RuntimeError, match='bad state') as e: calibkit.recalibrator('broken')
+    assert e.value.__notes__ == ["raised by recalibrator 'broken' (test_exceptions_inside_plugins_carry_a_note_naming_the_plugin"
+                                 ".<locals>.Broken) from calibkit plugin 'broken_plugin'"]
+
+
+@pytest.mark.parametrize('cls, match', [
+    (type('R', (Identity,), dict(name='Bad Name')), 'snake_case'),
+    (type('R', (Identity,), dict(name='ok', description='two\nlines')), 'one non-empty line'),
+    (type('R', (), dict(name='ok', description='fine', fit=lambda s: s)), r"lacks method\(s\) \['transform'\]"),
+    (Identity(), 'takes a recalibrator class, got Identity'),
+])
+def test_register_validates_the_class(cls, match):
+    class Plugin:
+        @hookimpl
+        def register_recalibrators(register): register(cls)
+    with registered(Plugin, name='invalid'):
+        with pytest.raises((ValueError, TypeError), match=match) as e: calibkit.plugins()
+    assert "plugin 'invalid'" in e.value.__notes__[0]
+
+
+def test_a_misspelled_hook_is_refused_at_registration():
+    class Plugin:
+        @hookimpl
+        def register_grouper(register): pass
+    with pytest.raises(Exception, match='unknown hook'): register_plugin(Plugin, name='misspelled')
+    assert not P.pm.has_plugin('misspelled')
+
+
+def test_default_plugins_is_a_plain_list_of_importable_modules():
+    tree = ast.parse((ROOT/'calibkit'/'plugins.py').read_text())
+    (node,) = [n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], 'id', '') == 'DEFAULT_PLUGINS']
+    assert isinstance(node.value, ast.List) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.value.elts)
+    mods = [e.value for e in node.value.elts]
+    assert len({e.lineno for e in node.value.elts}) == len(mods), 'one module per line'
+    assert len(set(mods)) == len(mods) and mods == P.DEFAULT_PLUGINS
+    for m in mods: assert P.pm.has_plugin(m) and importlib.import_module(m)
+
+
+def test_a_default_plugin_that_fails_to_import_fails_loudly(monkeypatch):
+    monkeypatch.setattr(P, 'DEFAULT_PLUGINS', P.DEFAULT_PLUGINS + ['calibkit.no_such_module'])
+    monkeypatch.setattr(P._state, 'defaults', False)
+    with pytest.raises(ImportError, match=r"built-in plugin module 'calibkit.no_such_module' \(listed in calibkit.plugins.DEFAULT_PLUGINS\) failed to import"):
+        calibkit.grouper('tfg')
+    with pytest.raises(ImportError): calibkit.plugins()      # every lookup, not only the first
+
+
+def test_the_module_is_callable_and_stays_a_module():
+    assert isinstance(calibkit.plugins(), pd.DataFrame)
+    assert calibkit.plugins is P and P.register_plugin is register_plugin
+    from calibkit.plugins import plugins
+    assert plugins().equals(calibkit.plugins())
+
+
+# --- installed plugins: tests/plugin_pkg, distribution calibkit-example-plugin, entry point `example` ---
+
+def test_installed_plugins_are_not_loaded_under_tests():
+    assert P.in_test() and 'first_char' not in set(calibkit.plugins().name)
+
+
+def test_fixture_loads_the_installed_plugin(entry_point_plugins):
+    assert entry_point_plugins == ['example']
+    t = calibkit.plugins().set_index('name')
+    assert t.loc[['first_char', 'temperature'], 'distribution'].tolist() == ['calibkit-example-plugin'] * 2
+    assert t.loc['first_char', 'kind'] == 'grouper' and t.loc['temperature', 'plugin'] == 'example'
+    g = calibkit.grouper('first_char').fit({'NN': 5, 'NNS': 2, 'VB': 4})
+    assert list(g.assign(['VBD', 'NNP'])) == [1, 0]
+    rng = np.random.default_rng(0)
+    q = rng.beta(2, 2, 5000); y = (rng.random(5000) < q).astype(np.uint8)
+    over = calibkit.recalibrator('temperature').fit(1 / (1 + ((1 - q) / q) ** 2), y)   # conf = σ(2 logit q)
+    assert abs(over.temperature_ - 2) < 0.2
+
+
+def run_python(code: str, **env) -> subprocess.CompletedProcess:
+    "Run `code` in a fresh interpreter without IN_TEST (as a user would), plus `env`."
+    e = {k: v for k, v in os.environ.items() if k not in ('IN_TEST', 'CALIBKIT_DISABLE_PLUGINS')}
+    return subprocess.run([sys.executable, '-c', code], env={**e, **env}, capture_output=True, text=True, cwd=ROOT)
+
+
+LIST = 'import calibkit, json; t = calibkit.plugins(); print(json.dumps(dict(zip(t.name, t.distribution))))'
+
+
+@pytest.mark.parametrize('env, present', [
+    ({}, True),
+    ({'CALIBKIT_DISABLE_PLUGINS': 'calibkit-example-plugin'}, False),
+    ({'CALIBKIT_DISABLE_PLUGINS': 'other, Calibkit_Example_Plugin'}, False),
+    ({'CALIBKIT_DISABLE_PLUGINS': 'example'}, False),
+    ({'CALIBKIT_DISABLE_PLUGINS': '*'}, False),
+    ({'CALIBKIT_DISABLE_PLUGINS': 'some-other-plugin'}, True),
+    ({'IN_TEST': '1'}, False),
+])
+def test_installed_plugin_is_discovered_unless_disabled(env, present):
+    r = run_python(LIST, **env)
+    assert r.returncode == 0, r.stderr
+    listed = json.loads(r.stdout)
+    assert (listed.get('first_char') == listed.get('temperature') == 'calibkit-example-plugin') is present
+    assert listed['tfg'] == 'calibkit'
+
+
+def test_installed_plugin_is_usable_by_name_in_a_user_process():
+    r = run_python('import calibkit; g = calibkit.grouper("first_char").fit(["NN", "VB", "NNS"]); '
+                   'print(g.assign(["NNP", "VBZ"]).tolist())')
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == '[0, 1]'
