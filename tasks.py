@@ -18,7 +18,8 @@ VENV = ROOT/'.venv'
 BIN = VENV/('Scripts' if os.name == 'nt' else 'bin')
 STAMP = VENV/'.calibkit-install-stamp'
 # the study/tutorial notebooks `samples` executes headless; each writes its charts and tables to sample_outputs/
-DEMO_NOTEBOOKS = ['41_studies.ipynb']
+DEMO_NOTEBOOKS = ['41_studies.ipynb', '90_tutorial_plugins.ipynb', '91_tutorial_twitter_pos.ipynb', '92_tutorial_coref.ipynb',
+                  '93_tutorial_seq2seq.ipynb', '94_tutorial_sparse_tagsets.ipynb']
 # what must not change when notebooks are cleaned and the library is exported
 GENERATED = ['nbs', 'calibkit']
 
@@ -46,7 +47,7 @@ def setup():
         venv.EnvBuilder(with_pip=True).create(VENV)
     digest = hashlib.sha256(b''.join(p.read_bytes() for p in install_inputs())).hexdigest()
     if STAMP.exists() and STAMP.read_text() == digest: return
-    pkgs = ['-e', f'{ROOT}[dev,dask]'] + [a for p in install_inputs()[1:] for a in ('-e', str(p.parent))]
+    pkgs = ['-e', f'{ROOT}[dev,dask,hf]'] + [a for p in install_inputs()[1:] for a in ('-e', str(p.parent))]
     check(BIN/'python', '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', *pkgs)
     STAMP.write_text(digest)
 

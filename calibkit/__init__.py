@@ -9,6 +9,11 @@ from .metrics import calib_mse, calib_mse_interval, ece, ece_interval, smce, gmc
 from . import plugins
 from .plugins import extractor, grouper, recalibrator
 from .recalibrators import Grouped
+from .extractors.taggers import crf_marginals
+from .extractors.coref import coref_mc
+from .extractors.seq2seq import token_events, word_events, sequence_events, hard_split, read_calibration_metric_logits
+from .datasets.coref import read_conll2012_coref
+from .sparse import sparse_study, sparse_study_from_scores
 
 # Modules that load Altair are imported on first use, so `import calibkit` stays light for metrics-only use.
 _LAZY = {'charts': ('charts', None), 'studies': ('studies', None), 'report': ('report', None),
