@@ -1,0 +1,259 @@
+"""Every public function refuses bad input with the right exception and a message that names the argument
+and, where values are individually bad, how many of them; and no metric returns NaN on edge data.
+
+Each case lists message fragments that must all appear (case-sensitive). Counts are checked as
+'k of n' for bad values (NaN, inf, range, 0/1, gold ids, missing values); dtype-level errors
+(strings) name the argument and say it must be numeric.
+"""
+import math, warnings
+import numpy as np, pandas as pd, pytest
+from calibkit.events import events, events_from_scores, top_label_events
+from calibkit.binning import equal_mass_bins, fixed_width_bins
+from calibkit.metrics import brier, calib_mse, calib_mse_interval, ece, gmce, marginal_ce, smce, top_label_ce
+
+C = [.1, .2, .3, .4, .5, .6]                      # N = 6 valid pairs
+Y = [0, 1, 0, 1, 1, 0]
+S = np.array([[.7, .25, .05], [.1, .85, .05], [.02, .08, .9]])   # 3 rows × K = 3 columns
+G = [0, 2, 2]
+LABELS = {0: 'a', 1: 'b'}
+
+def frame(c, y):
+    n = len(c)
+    return pd.DataFrame({'conf': c, 'correct': y, 'label': np.arange(n) % 2})
+
+# f(conf, correct) for every public function taking pairs (frame functions get a frame built from them)
+PAIR_FNS = {
+    'events': lambda c, y: events(c, y),
+    'equal_mass_bins': lambda c, y: equal_mass_bins(c, y, n_bins=2),
+    'fixed_width_bins': lambda c, y: fixed_width_bins(c, y, n_bins=4),
+    'calib_mse': lambda c, y: calib_mse(c, y, bin_size=2),
+    'calib_mse_interval-normal': lambda c, y: calib_mse_interval(c, y, n_bins=2, n_samples=10),
+    'calib_mse_interval-bootstrap': lambda c, y: calib_mse_interval(c, y, n_bins=2, n_samples=10, method='bootstrap'),
+    'ece': lambda c, y: ece(c, y, n_bins=2),
+    'ece-fixed_width': lambda c, y: ece(c, y, n_bins=4, binning='fixed_width'),
+    'brier': lambda c, y: brier(c, y, n_bins=2),
+}
+FRAME_FNS = {
+    'smce': lambda c, y: smce(frame(c, y), n_bins=2),
+    'gmce': lambda c, y: gmce(frame(c, y), LABELS, n_bins=2),
+}
+SCORE_FNS = {
+    'events_from_scores': lambda s, g: events_from_scores(s, g),
+    'top_label_events': lambda s, g: top_label_events(s, g),
+    'marginal_ce': lambda s, g: marginal_ce(s, g, n_bins=1),
+    'top_label_ce': lambda s, g: top_label_ce(s, g, n_bins=1),
+}
+
+def put(base, idx, vals, dtype=float):
+    a = np.array(base, dtype=dtype); a[idx] = vals; return a
+
+def nullable(base, idx, dtype):
+    s = pd.Series(base, dtype=dtype); s[idx] = pd.NA; return s
+
+def numeric_strings(base): return np.array([str(v) for v in base], dtype=object)
+
+# name: (conf, correct, exception, fragments, applies to frames)
+PAIR_CASES = {
+    'conf NaN': (put(C, [1, 4], np.nan), Y, ValueError, ['conf', '2 of 6', 'NaN'], True),
+    'conf +inf': (put(C, [2], np.inf), Y, ValueError, ['conf', '1 of 6', 'infinite'], True),
+    'conf -inf': (put(C, [0, 1, 2], -np.inf), Y, ValueError, ['conf', '3 of 6', 'infinite'], True),
+    'conf > 1': (put(C, [3, 5], [1.5, 1 + 1e-12]), Y, ValueError, ['conf', '2 of 6', 'outside [0, 1]'], True),
+    'conf < 0': (put(C, [0], -1e-9), Y, ValueError, ['conf', '1 of 6', 'outside [0, 1]'], True),
+    'correct = 2': (C, put(Y, [1], 2, int), ValueError, ['correct', '1 of 6', 'not 0 or 1'], True),
+    'correct = 0.5': (C, put(Y, [0, 5], .5), ValueError, ['correct', '2 of 6', 'not 0 or 1'], True),
+    'correct = -1': (C, put(Y, [2], -1, int), ValueError, ['correct', '1 of 6', 'not 0 or 1'], True),
+    'correct NaN': (C, put(Y, [2], np.nan), ValueError, ['correct', '1 of 6'], True),
+    'correct shorter': (C, Y[:5], ValueError, ['correct has 5 values', 'conf has 6'], False),
+    'correct longer': (C, Y + [1], ValueError, ['correct has 7 values', 'conf has 6'], False),
+    'conf 2-D': (np.reshape(C, (2, 3)), Y, ValueError, ['conf', '1-dimensional', '(2, 3)'], False),
+    'empty': ([], [], ValueError, ['conf', 'empty'], True),
+    'empty correct': (C, [], ValueError, ['correct', 'empty'], False),
+    'conf strings': (['a', 'b', 'c', 'd', 'e', 'f'], Y, TypeError, ['conf', 'numeric'], True),
+    'conf numeric strings (object)': (numeric_strings(C), Y, TypeError, ['conf', 'numeric'], True),
+    'correct strings': (C, ['1', '0', '1', '0', '1', '0'], TypeError, ['correct', 'numeric'], True),
+    'correct numeric strings (object)': (C, numeric_strings(Y), TypeError, ['correct', 'numeric'], True),
+    'conf booleans': ([True, False] * 3, Y, TypeError, ['conf', 'boolean'], True),
+    'conf Float64 with NA': (nullable(C, [1], 'Float64'), Y, ValueError, ['conf', '1 of 6'], True),
+    'correct Int64 with NA': (C, nullable(Y, [0, 3], 'Int64'), ValueError, ['correct', '2 of 6'], True),
+    'correct boolean with NA': (C, nullable(np.array(Y, bool), [5], 'boolean'), ValueError, ['correct', '1 of 6'], True),
+}
+
+def _check(call, exc, fragments):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', UserWarning)
+        with pytest.raises(exc) as e: call()
+    msg = str(e.value)
+    missing = [f for f in fragments if f not in msg]
+    assert not missing, f'message {msg!r} lacks {missing}'
+
+@pytest.mark.parametrize('fn, case', [(fn, case) for fn in [*PAIR_FNS, *FRAME_FNS] for case in PAIR_CASES
+                                      if fn in PAIR_FNS or PAIR_CASES[case][4]])   # frames: equal lengths, 1-D
+def test_bad_pairs(fn, case):
+    conf, correct, exc, fragments, _ = PAIR_CASES[case]
+    _check(lambda: {**PAIR_FNS, **FRAME_FNS}[fn](conf, correct), exc, fragments)
+
+def nullable_frame(s, i, j):
+    d = pd.DataFrame(s).astype('Float64'); d.iloc[i, j] = pd.NA; return d
+
+# name: (scores, gold, exception, fragments)
+SCORE_CASES = {
+    'scores NaN': (put(S, (0, 1), np.nan), G, ValueError, ['scores', '1 of 9', 'NaN']),
+    'scores +inf': (put(S, (slice(None), 0), np.inf), G, ValueError, ['scores', '3 of 9', 'infinite']),
+    'scores -inf': (put(S, (2, 2), -np.inf), G, ValueError, ['scores', '1 of 9', 'infinite']),
+    'scores > 1': (put(S, (1, 1), 1.01), G, ValueError, ['scores', '1 of 9', 'outside [0, 1]']),
+    'scores < 0': (put(S, (1, slice(None)), -.1), G, ValueError, ['scores', '3 of 9', 'outside [0, 1]']),
+    'gold >= K': (S, [0, 3, 1], ValueError, ['gold', '1 of 3', 'outside [0, 3)']),
+    'gold < 0': (S, [-1, -2, 1], ValueError, ['gold', '2 of 3', 'outside [0, 3)']),
+    'gold shorter': (S, [0, 1], ValueError, ['gold has 2 values', 'scores has 3 rows']),
+    'scores 1-D': (S[0], [0], ValueError, ['scores', '2-dimensional', '(3,)']),
+    'gold 2-D': (S, [[0], [1], [2]], ValueError, ['gold', '1-dimensional', '(3, 1)']),
+    'empty scores': (np.empty((0, 3)), [], ValueError, ['scores', 'empty']),
+    'scores strings': (S.astype(str), G, TypeError, ['scores', 'numeric']),
+    'scores numeric strings (object)': (S.astype(str).astype(object), G, TypeError, ['scores', 'numeric']),
+    'gold names without labels': (S, ['a', 'b', 'b'], TypeError, ['gold', 'labels']),
+    'scores Float64 frame with NA': (nullable_frame(S, 0, 1), G, ValueError, ['scores', '1 of 9']),
+    'gold Int64 with NA': (S, nullable(G, [1], 'Int64'), ValueError, ['gold', '1 of 3']),
+}
+
+@pytest.mark.parametrize('case', SCORE_CASES)
+@pytest.mark.parametrize('fn', SCORE_FNS)
+def test_bad_scores(fn, case):
+    scores, gold, exc, fragments = SCORE_CASES[case]
+    _check(lambda: SCORE_FNS[fn](scores, gold), exc, fragments)
+
+# --- bin specifications, options and other arguments ---------------------------------------------------
+
+NEEDS_ONE_SPEC = {
+    'equal_mass_bins': lambda **kw: equal_mass_bins(C, Y, **kw),
+    'calib_mse': lambda **kw: calib_mse(C, Y, **kw),
+    'calib_mse_interval-normal': lambda **kw: calib_mse_interval(C, Y, n_samples=10, **kw),
+    'calib_mse_interval-bootstrap': lambda **kw: calib_mse_interval(C, Y, n_samples=10, method='bootstrap', **kw),
+}
+SPEC_CASES = {
+    'neither': ({}, ['exactly one of bin_size and n_bins']),
+    'both': (dict(bin_size=2, n_bins=2), ['exactly one of bin_size and n_bins', 'both']),
+    'bin_size 0': (dict(bin_size=0), ['bin_size', '[1, 6]', 'got 0']),
+    'bin_size -2': (dict(bin_size=-2), ['bin_size', '[1, 6]', 'got -2']),
+    'bin_size N+1': (dict(bin_size=7), ['bin_size', '[1, 6]', 'got 7']),
+    'bin_size 2.5': (dict(bin_size=2.5), ['bin_size', 'integer', 'got 2.5']),
+    'bin_size NaN': (dict(bin_size=float('nan')), ['bin_size', 'got nan']),
+    'bin_size inf': (dict(bin_size=float('inf')), ['bin_size', 'got inf']),
+    'n_bins NaN': (dict(n_bins=float('nan')), ['n_bins', 'got nan']),
+    'n_bins N+1': (dict(n_bins=7), ['n_bins', '[1, 6]', 'got 7']),
+    'n_bins 0': (dict(n_bins=0), ['n_bins', '[1, 6]', 'got 0']),
+}
+
+@pytest.mark.parametrize('case', SPEC_CASES)
+@pytest.mark.parametrize('fn', NEEDS_ONE_SPEC)
+def test_bad_bin_spec(fn, case):
+    kw, fragments = SPEC_CASES[case]
+    _check(lambda: NEEDS_ONE_SPEC[fn](**kw), ValueError, fragments)
+
+N_BINS_ABOVE_N = {     # equal-mass functions: more bins than events would leave bins empty
+    'ece': lambda: ece(C, Y, n_bins=7),
+    'ece-l2': lambda: ece(C, Y, n_bins=7, norm='l2'),
+    'smce': lambda: smce(frame(C, Y), n_bins=7),
+    'brier': lambda: brier(C, Y, n_bins=7),
+    'top_label_ce': lambda: top_label_ce(S, G, n_bins=4),
+}
+
+@pytest.mark.parametrize('fn', N_BINS_ABOVE_N)
+def test_n_bins_above_number_of_events(fn):
+    n = 3 if fn == 'top_label_ce' else 6
+    _check(N_BINS_ABOVE_N[fn], ValueError, ['n_bins', f'[1, {n}]', f'got {n + 1}'])
+
+OTHER_CASES = {
+    'ece norm': (lambda: ece(C, Y, n_bins=2, norm='l3'), ValueError, ['norm', "'l3'"]),
+    'top_label_ce norm': (lambda: top_label_ce(S, G, n_bins=1, norm='L1'), ValueError, ['norm', "'L1'"]),
+    'ece binning': (lambda: ece(C, Y, n_bins=2, binning='quantile'), ValueError, ['binning', "'quantile'"]),
+    'top_label_ce binning': (lambda: top_label_ce(S, G, n_bins=1, binning='uniform'), ValueError, ['binning', "'uniform'"]),
+    'brier binning': (lambda: brier(C, Y, n_bins=2, binning='adaptive'), ValueError, ['binning', "'adaptive'"]),
+    'calib_mse_interval method': (lambda: calib_mse_interval(C, Y, n_bins=2, method='jackknife'), ValueError,
+                                  ['method', "'jackknife'"]),
+    'fixed_width_bins n_bins 0': (lambda: fixed_width_bins(C, Y, n_bins=0), ValueError, ['n_bins', 'got 0']),
+    'ece fixed_width n_bins -1': (lambda: ece(C, Y, n_bins=-1, binning='fixed_width'), ValueError, ['n_bins', 'got -1']),
+    'gmce labels without group': (lambda: gmce(frame(C, Y), {0: 'a'}), ValueError,
+                                  ['groups', '1 label(s)', 'no group', '3 events']),
+    'gmce categorical labels without group': (
+        lambda: gmce(events_from_scores(S, G, labels=['N', 'V', 'A']), {'N': 1, 'V': 1}), ValueError,
+        ['groups', '1 label(s)', 'no group', "'A'", '3 events']),
+    'gmce groups not a mapping': (lambda: gmce(frame(C, Y), ['a', 'b']), TypeError, ['groups', 'list']),
+    'gmce no label column': (lambda: gmce(frame(C, Y).drop(columns='label'), LABELS), ValueError, ['label']),
+    'smce missing column': (lambda: smce(frame(C, Y).drop(columns='correct')), ValueError, ['correct']),
+    'events context length': (lambda: events(C, Y, item=[0, 1]), ValueError, ['item has 2 values', 'conf has 6']),
+    'events_from_scores threshold > 1': (lambda: events_from_scores(S, G, threshold=1.5), ValueError, ['threshold', '1.5']),
+    'events_from_scores threshold < 0': (lambda: events_from_scores(S, G, threshold=-.01), ValueError, ['threshold', '-0.01']),
+    'events_from_scores labels length': (lambda: events_from_scores(S, G, labels=['N', 'V']), ValueError,
+                                         ['labels has 2', 'scores has 3 columns']),
+    'events_from_scores unknown gold name': (lambda: events_from_scores(S, ['N', 'X', 'Y'], labels=['N', 'V', 'A']),
+                                             ValueError, ['gold', '2 of 3', 'not among labels']),
+    'marginal_ce labels length': (lambda: marginal_ce(S, G, n_bins=1, labels=['N', 'V']), ValueError,
+                                  ['labels has 2', 'scores has 3 columns']),
+    'marginal_ce min_events 0': (lambda: marginal_ce(S, G, min_events=0), ValueError, ['min_events', 'got 0']),
+    'marginal_ce threshold > 1': (lambda: marginal_ce(S, G, n_bins=1, threshold=2), ValueError, ['threshold', '2']),
+}
+
+@pytest.mark.parametrize('case', OTHER_CASES)
+def test_bad_options(case):
+    _check(*OTHER_CASES[case])
+
+LEVEL_FNS = {
+    'equal_mass_bins': lambda level: equal_mass_bins(C, Y, n_bins=2, level=level),
+    'fixed_width_bins': lambda level: fixed_width_bins(C, Y, n_bins=2, level=level),
+    'calib_mse_interval-normal': lambda level: calib_mse_interval(C, Y, n_bins=2, n_samples=10, level=level),
+    'calib_mse_interval-bootstrap': lambda level: calib_mse_interval(C, Y, n_bins=2, n_samples=10, level=level,
+                                                                     method='bootstrap'),
+}
+
+@pytest.mark.parametrize('level', [0, 1, 1.5, -0.5, 95, float('nan')])
+@pytest.mark.parametrize('fn', LEVEL_FNS)
+def test_level_outside_unit_interval(fn, level):
+    _check(lambda: LEVEL_FNS[fn](level), ValueError, ['level', '(0, 1)', f'got {level}'])
+
+@pytest.mark.parametrize('n_samples', [1, 0, -3, 2.5, float('nan')])
+@pytest.mark.parametrize('method', ['normal', 'bootstrap'])
+def test_n_samples_below_two(method, n_samples):
+    _check(lambda: calib_mse_interval(C, Y, n_bins=2, method=method, n_samples=n_samples), ValueError,
+           ['n_samples', '>= 2', f'got {n_samples}'])
+
+# --- no NaN on edge data -------------------------------------------------------------------------------
+
+EDGE = {
+    'all correct': (np.linspace(.3, 1, 20), np.ones(20)),
+    'all wrong': (np.linspace(0, .7, 20), np.zeros(20)),
+    'all correct at 1': (np.ones(20), np.ones(20)),
+    'all wrong at 0': (np.zeros(20), np.zeros(20)),
+    'single event': (np.array([.4]), np.array([1])),
+    'constant conf': (np.full(20, .35), np.arange(20) % 3 == 0),
+    'constant conf float32': (np.full(20, .35, np.float32), np.arange(20) % 2 == 0),
+}
+
+def edge_metrics(c, y):
+    "Every metric on (c, y), with bin counts that are valid for any N >= 1."
+    n, nb = len(c), min(10, len(c))
+    ev = pd.DataFrame({'conf': c, 'correct': y, 'label': np.arange(n) % 2})
+    s = np.column_stack([c, 1 - c])                     # a two-class score matrix, gold = class 0 when correct
+    gold = np.where(np.asarray(y, bool), 0, 1)
+    out = {'calib_mse b=1': calib_mse(c, y, bin_size=1), 'calib_mse': calib_mse(c, y, n_bins=nb)}
+    for m in ('normal', 'bootstrap'):
+        out.update({f'interval {m} {k}': v for k, v in
+                    calib_mse_interval(c, y, n_bins=nb, method=m, n_samples=20)._asdict().items()})
+    for binning in ('equal_mass', 'fixed_width'):
+        for norm in ('l1', 'l2', 'max'):
+            out[f'ece {binning} {norm}'] = ece(c, y, n_bins=nb, norm=norm, binning=binning)
+            out[f'top_label_ce {binning} {norm}'] = top_label_ce(s, gold, n_bins=nb, norm=norm, binning=binning)
+        out.update({f'brier {binning} {k}': v for k, v in brier(c, y, n_bins=nb, binning=binning)._asdict().items()})
+    out['smce'] = smce(ev, n_bins=nb)
+    out.update({f'gmce {g}': v for g, v in zip(gmce(ev, LABELS, n_bins=nb).group, gmce(ev, LABELS, n_bins=nb).gmce)})
+    out['marginal_ce'] = marginal_ce(s, gold, n_bins=nb, min_events=1).value
+    out['equal_mass_bins'] = equal_mass_bins(c, y, n_bins=nb).to_numpy().sum()
+    return out
+
+@pytest.mark.parametrize('case', EDGE)
+def test_no_metric_returns_nan_on_edge_data(case):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', UserWarning)        # gmce warns about groups smaller than n_bins
+        vals = edge_metrics(*EDGE[case])
+    bad = {k: v for k, v in vals.items() if not math.isfinite(v)}
+    assert not bad, f'non-finite results: {bad}'
+    assert len(vals) == 37 - (case == 'single event')   # every metric ran (a single event has one gmce group)
