@@ -123,11 +123,13 @@ def _label_column(ids: np.ndarray, labels):
 
 def _index_dtype(top: int): return np.int32 if top < 2**31 else np.int64
 
-# %% ../nbs/01_events.ipynb #3af8c353
+# %% ../nbs/01_events.ipynb #beb1d3dc
 def events_from_scores(scores, gold, *, threshold: float = 0.0, labels=None) -> pd.DataFrame:
     "One event per (row, label) cell of an n×K score matrix with score >= `threshold`: `item, label, conf, correct`."
     s, g = check_scores(scores, gold, labels)
-    if not 0 <= threshold <= 1: raise ValueError(f'threshold must be in [0, 1], got {threshold}')
+    if not isinstance(threshold, (int, float, np.integer, np.floating)) or isinstance(threshold, bool) \
+            or not 0 <= threshold <= 1:
+        raise ValueError(f'threshold must be a number in [0, 1], got {threshold!r}')
     n, k = s.shape
     flat = s.reshape(-1)
     hit = np.zeros(n * k, np.uint8)

@@ -126,7 +126,7 @@ def ece_interval(conf, correct=None, *, n_bins=None, norm='l1', binning='equal_m
 def _check_norm(norm):
     if norm not in ('l1', 'l2', 'max'): raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
 
-# %% ../nbs/03_metrics.ipynb #5ea0ec66
+# %% ../nbs/03_metrics.ipynb #624543ab
 def smce(events, *, n_bins=None) -> float:
     "Shared marginal calibration error: pooled equal-mass l2 error over marginal events."
     return ece(events, n_bins=n_bins, norm='l2')
@@ -142,7 +142,8 @@ def _group_ids(labels: pd.Series, groups) -> tuple[np.ndarray, pd.Index]:
         missing = pd.unique(labels[g.isna()].astype(object))
         raise ValueError(f'groups: {len(missing)} label(s) of the events have no group, '
                          f'e.g. {list(missing[:5])}; {int(g.isna().sum())} events affected')
-    index = pd.Index(sorted(pd.unique(mapping.to_numpy())))
+    try: index = pd.Index(sorted(pd.unique(mapping.to_numpy())))
+    except TypeError: raise TypeError('groups: group ids must be comparable (all numbers or all strings)') from None
     return index.get_indexer(g.to_numpy()), index
 
 # %% ../nbs/03_metrics.ipynb #c2928f2b
