@@ -12,10 +12,10 @@ from .events import events
 from .report import calibration_report
 
 # %% auto #0
-__all__ = ['DEMOS', 'demo_synthetic', 'data_dir', 'demo_twitter_pos', 'demo_coref', 'demo_sparse_tagsets', 'run_demos',
-           'write_index']
+__all__ = ['DEMOS', 'demo_synthetic', 'data_dir', 'demo_twitter_pos', 'demo_coref', 'demo_sparse_tagsets', 'demo_seq2seq',
+           'run_demos', 'write_index']
 
-# %% ../nbs/63_demos.ipynb #451565ae
+# %% ../nbs/63_demos.ipynb #7444854f
 def demo_synthetic(out: Path) -> list[Path]:
     "The thesis' miscalibrated synthetic forecaster (k = 0.1: under-confident), then recalibrated by isotonic regression."
     from calibkit.studies import synthetic
@@ -73,8 +73,21 @@ def demo_sparse_tagsets(out: Path) -> list[Path]:
     rep.save(out/'sparse_tagsets', force=True)
     return [out/'sparse_tagsets']
 
+def demo_seq2seq(out: Path) -> list[Path]:
+    "GRU encoder-decoder (hidden 64) on UD EWT words → lemma/UPOS: teacher-forced token events and greedy sequence events (min)."
+    from calibkit.models.seq2seq import seq2seq_study_events
+    st = seq2seq_study_events(data_dir()/'ud_ewt')
+    meta = dict(token_accuracy=st.token_accuracy, exact_match=st.exact_match)
+    done = []
+    for name, ev, what in (('tokens', st.tokens, 'teacher-forced token events'),
+                           ('sequences_min', st.sequences['min'], 'greedy sequences, min step confidence vs exact match')):
+        rep = calibration_report(ev, meta=meta, title=f'Seq2seq on UD EWT (GRU, hidden 64): {what}')
+        rep.save(out/'seq2seq'/name, force=True)
+        done.append(out/'seq2seq'/name)
+    return done
+
 DEMOS = {'synthetic': demo_synthetic, 'twitter_pos': demo_twitter_pos, 'sparse_tagsets': demo_sparse_tagsets,
-         'coref': demo_coref}
+         'seq2seq': demo_seq2seq, 'coref': demo_coref}
 
 # %% ../nbs/63_demos.ipynb #92c706c1
 def run_demos(out, *, only=None, force: bool = False) -> list[Path]:

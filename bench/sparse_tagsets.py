@@ -9,7 +9,7 @@ the five GMCEs with 95% intervals before and after each of the six recalibration
 Floor, in the same run: np.sort + searchsorted + bincount (10 equal-mass bins) on the same test
 events — the least any binned metric of those events costs.
 
-    .venv/bin/python bench/sparse.py [--tokens 50000] [--tags 500] [--repeat 5] [--profile]
+    .venv/bin/python bench/sparse_tagsets.py [--tokens 50000] [--tags 500] [--repeat 5] [--profile]
 """
 import argparse, cProfile, os, pstats, time, warnings
 import numpy as np

@@ -1,0 +1,190 @@
+"""calibkit.dask against the in-memory functions, on a LocalCluster of 2 worker processes (1 thread each)."""
+import logging, subprocess, sys, warnings
+import numpy as np, pandas as pd, pytest
+from hypothesis import given, settings, strategies as st
+
+dask = pytest.importorskip('dask')
+distributed = pytest.importorskip('dask.distributed')
+import dask.array as da, dask.dataframe as dd
+import calibkit
+from calibkit import binning as B, metrics as M, dask as ckd
+from calibkit.dask import equal_mass_error
+
+N, CHUNK = 120_000, 13_000      # 10 partitions, the last one short; bins never align with partitions
+
+
+@pytest.fixture(scope='module')
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=logging.ERROR)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope='module')
+def data():
+    rng = np.random.default_rng(3)
+    q = rng.beta(2, 5, N)
+    y = (rng.random(N) < q ** 1.3).astype(np.uint8)
+    return q, y, da.from_array(q, chunks=CHUNK), da.from_array(y, chunks=CHUNK)
+
+
+def test_fixed_width_is_exact(client, data):
+    q, y, dq, dy = data
+    got, ref = ckd.fixed_width_stats(dq, dy, n_bins=12, moments=True), B.fixed_width_stats(q, y, n_bins=12, moments=True)
+    np.testing.assert_array_equal(got.n, ref.n)
+    np.testing.assert_array_equal(got.sum_correct, ref.sum_correct)
+    np.testing.assert_array_equal(got.lo, ref.lo)
+    for f in ('sum_conf', 'sum_conf2', 'sum_conf_correct'):
+        np.testing.assert_allclose(getattr(got, f), getattr(ref, f), rtol=1e-12)
+    pd.testing.assert_frame_equal(ckd.fixed_width_bins(dq, dy, n_bins=7), B.fixed_width_bins(q, y, n_bins=7), rtol=1e-12)
+    for norm in ('l1', 'l2', 'max'):
+        assert ckd.ece(dq, dy, n_bins=9, norm=norm, binning='fixed_width') == pytest.approx(
+            M.ece(q, y, n_bins=9, norm=norm, binning='fixed_width'), rel=1e-12)
+
+
+def test_equal_mass_within_certified_bound(client, data):
+    q, y, dq, dy = data
+    for spec in (dict(n_bins=10), dict(n_bins=7), dict(bin_size=3000)):
+        st = ckd.equal_mass_stats(dq, dy, **spec, sketch=256)      # far smaller than the default: approximate bins
+        err = equal_mass_error(st, **spec)
+        assert st.total == N
+        assert abs(M._weighted_sq_gap(st) - M.calib_mse(q, y, **spec)) <= err.calib_mse
+        if 'n_bins' in spec: assert abs(float(st.gap @ st.weight) - M.ece(q, y, **spec)) <= err.ece
+        # the documented worst case: N/2k plus one partition's gap (no ties here)
+        assert 0 < err.rank_error.max() <= N / (2 * 256) + CHUNK / 256 + 1
+    # the default sketch keeps 2^22 / 10 values per partition: every value here, so the bins are exact
+    assert ckd.sketch_size(10) > CHUNK
+    assert ckd.ece(dq, dy, n_bins=10) == pytest.approx(M.ece(q, y, n_bins=10), rel=1e-12)
+
+
+def test_sketch_as_large_as_partitions_is_exact(client, data):
+    q, y, dq, dy = data
+    got, ref = ckd.equal_mass_stats(dq, dy, n_bins=10, sketch=CHUNK - 1, moments=True), B.equal_mass_stats(q, y, n_bins=10, moments=True)
+    for f in ('n', 'sum_correct', 'lo', 'hi'): np.testing.assert_array_equal(getattr(got, f), getattr(ref, f))
+    for f in ('sum_conf', 'sum_conf2', 'sum_conf_correct'):
+        np.testing.assert_allclose(getattr(got, f), getattr(ref, f), rtol=1e-12)
+    assert not equal_mass_error(got, n_bins=10).rank_error.any()
+
+
+def test_frame_series_and_array_inputs_agree(client, data):
+    q, y, dq, dy = data
+    frame = dd.from_pandas(pd.DataFrame({'conf': q, 'correct': y}), chunksize=CHUNK)
+    a = ckd.equal_mass_bins(dq, dy, n_bins=10)
+    pd.testing.assert_frame_equal(ckd.equal_mass_bins(frame, n_bins=10), a)
+    pd.testing.assert_frame_equal(ckd.equal_mass_bins(frame['conf'], frame['correct'], n_bins=10), a)
+    pd.testing.assert_frame_equal(ckd.equal_mass_bins(dq, y, n_bins=10), a)          # numpy outcomes, rechunked
+    assert ckd.smce(frame) == pytest.approx(np.sqrt(ckd.calib_mse(dq, dy, n_bins=10)), rel=1e-14)
+
+
+def test_float32_stays_float32_and_ties_stay_within_bound(client, data):
+    q, y, _, dy = data
+    c32 = np.round(q, 3).astype(np.float32)
+    c, _, bad = ckd._clean(c32, y)
+    assert c.dtype == np.float32 and not bad[2:].any()
+    st = ckd.equal_mass_stats(da.from_array(c32, chunks=CHUNK), dy, bin_size=1000)
+    ref = M.calib_mse(c32, y, bin_size=1000)
+    err = equal_mass_error(st, bin_size=1000)
+    assert err.rank_error.max() > 0                              # ties at edges are not split...
+    assert abs(M._weighted_sq_gap(st) - ref) <= err.calib_mse    # ...and the bound covers it
+
+
+def test_validation_counts_all_partitions(client, data):
+    q, y, dq, dy = data
+    bad = q.copy(); bad[[0, 40_000, N - 1]] = np.nan                       # three partitions
+    with pytest.raises(ValueError, match=f'conf: 3 of {N} values are NaN'):
+        ckd.calib_mse(da.from_array(bad, chunks=CHUNK), dy, n_bins=10)
+    yb = y.astype(float); yb[[1, 70_000]] = .5
+    with pytest.raises(ValueError, match=f'correct: 2 of {N} values are not 0 or 1'):
+        ckd.ece(dq, da.from_array(yb, chunks=CHUNK), binning='fixed_width')
+    with pytest.raises(TypeError, match='in-memory data'):
+        ckd.calib_mse(q, y, n_bins=10)
+    conf = dd.from_pandas(pd.Series(q), npartitions=4)
+    correct = dd.from_pandas(pd.Series(y), npartitions=4).repartition(divisions=[0, 10, 50_000, 90_000, N - 1])
+    with pytest.raises(ValueError, match='partitioned differently: 3 partition'):
+        ckd.ece(conf, correct)
+
+
+def test_gmce_two_routes_and_bound(client, data):
+    q, y, _, _ = data
+    lab = np.random.default_rng(1).integers(0, 9, N)
+    frame = pd.DataFrame({'label': lab, 'conf': q, 'correct': y})
+    ev = dd.from_pandas(frame, chunksize=CHUNK)
+    groups = {k: ('a', 'b', 'c')[k % 3] for k in range(9)}
+    got, ref = ckd.gmce(ev, groups), M.gmce(frame, groups)
+    pd.testing.assert_frame_equal(got.drop(columns='gmce'), ref.drop(columns='gmce'))
+    for i, g in enumerate('abc'):
+        sub = ev[ev.label % 3 == i]
+        assert got.gmce[i] == pytest.approx(ckd.smce(sub), rel=1e-14)
+        assert got.gmce[i] == pytest.approx(ref.gmce[i], rel=1e-12)     # default sketch: exact at this size
+
+
+def test_recalibration_is_lazy_and_sample_reproducible(client, data):
+    q, y, dq, dy = data
+    from calibkit.recalibrators import HistogramBinning
+    h = ckd.histogram_binning(dq, dy, n_bins=10)
+    st = ckd.equal_mass_stats(dq, dy, n_bins=10)
+    np.testing.assert_array_equal(h.values_, st.acc)
+    np.testing.assert_array_equal(h.table().n, st.n)
+    out = ckd.transform(h, dq)
+    assert isinstance(out, da.Array)
+    np.testing.assert_array_equal(out.compute(), h.transform(q))
+    # each fit event gets its own bin's accuracy, so the mean output is the accuracy
+    assert out.mean().compute() == pytest.approx(y.mean(), rel=1e-12)
+    exact, ref = ckd.histogram_binning(dq, dy, n_bins=10, sketch=CHUNK), HistogramBinning(10).fit(q, y)
+    for f in ('edges_', 'counts_', 'values_'): np.testing.assert_array_equal(getattr(exact, f), getattr(ref, f))
+    c1, y1 = ckd.sample(dq, dy, size=7000, seed=5)
+    with dask.config.set(scheduler='sync'):
+        c2, y2 = ckd.sample(dq, dy, size=7000, seed=5)
+    np.testing.assert_array_equal(c1, c2); np.testing.assert_array_equal(y1, y2)
+    assert len(c1) == 7000 and len(np.unique(c1)) == 7000 and np.isin(c1, q).all()
+    idx = pd.Index(q).get_indexer(c1)
+    np.testing.assert_array_equal(y[idx], y1)                   # outcomes travel with their confidences
+
+
+def test_interval_normal_only(client, data):
+    q, y, dq, dy = data
+    iv, ref = ckd.calib_mse_interval(dq, dy, n_bins=10), M.calib_mse_interval(q, y, n_bins=10)
+    assert iv.estimate == pytest.approx(ref.estimate, rel=1e-12)
+    assert iv.hi - iv.lo == pytest.approx(ref.hi - ref.lo, rel=.05)
+    with pytest.raises(ValueError, match="method must be 'normal' for dask data"):
+        ckd.calib_mse_interval(dq, dy, n_bins=10, method='bootstrap')
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 400), st.integers(1, 60), st.integers(1, 12), st.integers(1, 40), st.integers(0, 2**32 - 1),
+       st.sampled_from([2, 3, None]))
+def test_bound_holds_on_random_data(n, chunk, n_bins, sketch, seed, digits):
+    "Ties (rounded confidences), tiny partitions and sketches: the certified bound always holds."
+    rng = np.random.default_rng(seed)
+    q = rng.random(n)
+    if digits: q = np.round(q, digits)
+    y = (rng.random(n) < q).astype(np.uint8)
+    n_bins = min(n_bins, n)
+    with dask.config.set(scheduler='sync'), warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        st_ = ckd.equal_mass_stats(da.from_array(q, chunks=chunk), da.from_array(y, chunks=chunk), n_bins=n_bins, sketch=sketch)
+    err = equal_mass_error(st_, n_bins=n_bins)
+    assert st_.total == n and st_.sum_correct.sum() == y.sum()
+    assert abs(M._weighted_sq_gap(st_) - M.calib_mse(q, y, n_bins=n_bins)) <= err.calib_mse + 1e-12
+    assert abs(float(st_.gap @ st_.weight) - M.ece(q, y, n_bins=n_bins)) <= err.ece + 1e-12
+    if sketch >= chunk and digits is None:
+        assert not err.rank_error.any()
+
+
+def test_importing_calibkit_does_not_import_dask():
+    code = 'import sys, calibkit, calibkit.metrics, calibkit.binning; print("dask" in sys.modules)'
+    assert subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip() == 'False'
+
+
+@pytest.mark.skipif(not hasattr(sys.modules['calibkit.events'], 'is_dask'), reason='core dispatch to calibkit.dask not added yet')
+def test_public_functions_dispatch(client, data):
+    q, y, dq, dy = data
+    assert calibkit.calib_mse(dq, dy, n_bins=10) == ckd.calib_mse(dq, dy, n_bins=10)
+    assert calibkit.ece(dq, dy, binning='fixed_width') == ckd.ece(dq, dy, binning='fixed_width')
+    pd.testing.assert_frame_equal(calibkit.equal_mass_bins(dq, dy, n_bins=10), ckd.equal_mass_bins(dq, dy, n_bins=10))
+    pd.testing.assert_frame_equal(calibkit.fixed_width_bins(dq, dy), B.fixed_width_bins(q, y), rtol=1e-12)
+    assert calibkit.calib_mse_interval(dq, dy, n_bins=10) == ckd.calib_mse_interval(dq, dy, n_bins=10)
+    with pytest.raises(TypeError, match='dask'):
+        calibkit.brier(dq, dy)
