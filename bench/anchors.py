@@ -13,8 +13,6 @@ bytes.
 """
 import sys
 from pathlib import Path
-# this folder's sibling scripts (e.g. bench/sparse_tagsets.py) must not shadow installed packages that dask & co. import
-sys.path[:] = [p for p in sys.path if Path(p or '.').resolve() != Path(__file__).resolve().parent]
 import argparse, gc, os, subprocess, tempfile, time, warnings
 import numpy as np, pandas as pd
 

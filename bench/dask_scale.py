@@ -10,8 +10,6 @@ RSS before the run; the client's likewise. Times: best of 2.
 """
 import sys
 from pathlib import Path
-# this folder's sibling scripts (e.g. bench/sparse_tagsets.py) must not shadow installed packages that dask & co. import
-sys.path[:] = [p for p in sys.path if Path(p or '.').resolve() != Path(__file__).resolve().parent]
 import argparse, logging, os, resource, time
 import numpy as np, dask, dask.array as da
 from dask.distributed import Client, LocalCluster
