@@ -123,3 +123,25 @@ def test_report_renders_in_a_real_browser(data, tmp_path):
     assert (tmp_path/'shot.png').stat().st_size > 10_000
     html = (tmp_path/'r'/'report.html').read_text()
     assert '<script' not in html and 'cdn.' not in html
+
+
+@pytest.mark.parametrize('flag,name,kind', [('--recal', 'isotonik', 'recalibrator'), ('--group', 'tfgg', 'grouper')])
+def test_unknown_plugin_names_list_the_known_ones(data, tmp_path, flag, name, kind):
+    args = ['--fit', data/'dev.csv'] if flag == '--recal' else []
+    r = calibkit('report', data/'test.csv', flag, name, *args, '--out', tmp_path/'r')
+    assert r.returncode == 2 and r.stderr.count('\n') == 1, r.stderr
+    assert name in r.stderr and kind in r.stderr and ('isotonic' in r.stderr or 'tfg' in r.stderr)
+    assert not (tmp_path/'r').exists()
+
+
+def test_recal_without_fit_is_refused(data, tmp_path):
+    r = calibkit('report', data/'test.csv', '--recal', 'isotonic', '--out', tmp_path/'r')
+    assert r.returncode == 2 and 'needs fit events (--fit)' in r.stderr
+
+
+def test_plugins_command_lists_builtins():
+    r = subprocess.run([EXE, 'plugins'], capture_output=True, text=True)
+    assert r.returncode == 0
+    for name in ('isotonic', 'histogram', 'scaling_binning', 'platt', 'tfg', 'shared', 'per_class', 'softmax',
+                 'crf_marginals', 'seq2seq', 'coref_mc'):
+        assert name in r.stdout, name
