@@ -74,8 +74,8 @@ def big(client, n, chunk):
     base = client.run(rss_mb)
     client_base = rss_mb()
     _, t_gen = timed(lambda: dask.compute(q.sum(), y.sum()), repeat=2)
-    bins, t_em = timed(lambda: ckd.equal_mass_bins(q, y, n_bins=10), repeat=2)
-    _, t_fw = timed(lambda: ckd.ece(q, y, n_bins=15, binning='fixed_width'), repeat=2)
+    bins, t_em = timed(lambda: B.equal_mass_bins(q, y, n_bins=10), repeat=2)
+    _, t_fw = timed(lambda: M.ece(q, y, n_bins=15, binning='fixed_width'), repeat=2)
     peaks = client.run(peak_mb)
     st_err = ckd.equal_mass_error(B.BinStats(bins.n.to_numpy(), (bins.conf * bins.n).to_numpy(), (bins.acc * bins.n).to_numpy(),
                                              bins.lo.to_numpy(), bins.hi.to_numpy()), n_bins=10)

@@ -52,7 +52,7 @@ def bin_starts(n: int, *, bin_size: int | None = None, n_bins: int | None = None
     nb = check_int('n_bins', n_bins, 1, n, ' (the number of events, so no bin is empty)')
     return np.arange(nb, dtype=np.intp) * n // nb
 
-# %% ../nbs/02_binning.ipynb #dfcf726a
+# %% ../nbs/02_binning.ipynb #4e4fa793
 @dataclass(frozen=True)
 class BinStats:
     "Sufficient statistics of binned events: per bin count, sums, and confidence range."
@@ -73,6 +73,10 @@ class BinStats:
     def conf(self) -> np.ndarray: return self._mean(self.sum_conf)
     @property
     def acc(self) -> np.ndarray: return self._mean(self.sum_correct)
+    def nonempty(self) -> 'BinStats':
+        "The same statistics without the empty bins (fixed-width bins, or dask's sketched edges, can leave some)."
+        keep = self.n > 0
+        return self if keep.all() else BinStats(**{k: None if v is None else v[keep] for k, v in vars(self).items()})
     @property
     def gap(self) -> np.ndarray:
         "|conf − acc| per bin, 0 for empty bins (they carry no weight)."

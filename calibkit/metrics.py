@@ -40,7 +40,7 @@ def _check_samples(n_samples, level, seed):
     z_value(level)
     return n_samples, level, seed
 
-# %% ../nbs/03_metrics.ipynb #7df0e66e
+# %% ../nbs/03_metrics.ipynb #5eb19ac5
 def _normal_gaps(st: BinStats, n_samples: int, rng) -> np.ndarray:
     "|conf − p*| per bin for `n_samples` draws p* ~ Normal(acc, se²) (the thesis' sampling), shape (n_samples, B)."
     acc = st.acc
@@ -57,6 +57,7 @@ def _norm_of_gaps(gaps: np.ndarray, weight: np.ndarray, norm: str) -> np.ndarray
 
 def _normal_interval(st: BinStats, norm: str, n_samples: int, level: float, rng) -> Interval:
     "Point estimate from the bins; interval = mean ± z·sd of the metric under per-bin Normal resampling."
+    st = st.nonempty()                                 # empty bins carry no weight and have no accuracy to resample
     vals = _norm_of_gaps(_normal_gaps(st, n_samples, rng), st.weight, norm)
     m, h = vals.mean(), z_value(level) * vals.std(ddof=1)
     return Interval(float(_norm_of_gaps(st.gap, st.weight, norm)), max(0.0, float(m - h)), float(m + h))
@@ -91,6 +92,7 @@ def calib_mse_interval(conf, correct=None, *, bin_size=None, n_bins=None, method
     st = equal_mass_stats(conf, correct, bin_size=bin_size, n_bins=n_bins)
     rng = np.random.default_rng(seed)
     if method == 'normal':
+        st = st.nonempty()
         if not debias: return _normal_interval(st, 'sq', n_samples, level, rng)
         est = _weighted_sq_gap(st) - float(st.weight @ _noise_term(st.n, st.acc))
         h = z_value(level) * _norm_of_gaps(_normal_gaps(st, n_samples, rng), st.weight, 'sq').std(ddof=1)
@@ -102,7 +104,7 @@ def calib_mse_interval(conf, correct=None, *, bin_size=None, n_bins=None, method
         return Interval(est, float(lo), float(hi))
     raise ValueError(f"method must be 'normal' or 'bootstrap', got {method!r}")
 
-# %% ../nbs/03_metrics.ipynb #e1f5b205
+# %% ../nbs/03_metrics.ipynb #f285d5a2
 def _stats(conf, correct, n_bins, binning) -> BinStats:
     n_bins = default('n_bins', n_bins)
     if binning == 'equal_mass': return equal_mass_stats(conf, correct, n_bins=n_bins)
@@ -121,8 +123,6 @@ def ece_interval(conf, correct=None, *, n_bins=None, norm='l1', binning='equal_m
     _check_norm(norm)
     n_samples, level, seed = _check_samples(n_samples, level, seed)
     st = _stats(conf, correct, n_bins, binning)
-    keep = st.n > 0                                    # empty fixed-width bins carry no weight
-    st = BinStats(*(getattr(st, f)[keep] for f in ('n', 'sum_conf', 'sum_correct', 'lo', 'hi')))
     return _normal_interval(st, norm, n_samples, level, np.random.default_rng(seed))
 
 def _check_norm(norm):
