@@ -1,6 +1,7 @@
 """Seq2seq confidence extractor: token / word / sequence events, the calibration_metric reader, bad input,
-memory, and the Hugging Face adapters (skipped without torch/transformers)."""
-import importlib.util, json, tracemalloc
+memory, the Hugging Face adapters and the tutorial's GRU model `calibkit.models.seq2seq` (both skipped without
+torch/transformers/tokenizers)."""
+import importlib.util, json, subprocess, sys, tracemalloc
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
 from hypothesis import given, settings, strategies as st
@@ -420,3 +421,78 @@ def test_hf_sequence_correctness_against_ids_and_strings(t5, tokenizer):
     assert hf_sequence_events(t5, batch, refs=lab, **kw).correct.tolist()[0] == 0
     with pytest.raises(ValueError, match='num_beams=1'): hf_sequence_events(t5, batch, num_beams=2)
     with pytest.raises(ValueError, match='string refs need the tokenizer'): hf_sequence_events(t5, batch, refs=refs)
+
+
+# ---------------------------------------------------------------- the tutorial's model (calibkit.models.seq2seq)
+
+
+def python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_calibkit_and_its_plugins_never_import_the_model_module():
+    r = python("import sys, calibkit; calibkit.plugins(); calibkit.extractor('seq2seq')\n"
+               "print(sorted(m for m in ('torch', 'calibkit.models.seq2seq') if m in sys.modules))")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == '[]'
+
+
+def test_the_model_module_without_torch_is_a_clear_error():
+    r = python("import sys; sys.modules['torch'] = None\ntry: import calibkit.models.seq2seq\nexcept ImportError as e: print(e)")
+    assert 'needs torch and tokenizers (torch is missing): pip install "calibkit[hf]"' in r.stdout, r.stdout + r.stderr
+
+
+if HAS_HF:
+    from calibkit.models import seq2seq as s2s
+
+
+@pytest.fixture(scope='module')
+def ewt():
+    return s2s.ewt_seq2seq_data(ROOT/'data'/'ud_ewt')
+
+
+@needs_hf
+def test_decoder_distribution_depends_on_the_previous_output():
+    torch.manual_seed(1)
+    net = s2s.Seq2Seq(30, 6, 0.0).eval()
+    x, y_in = s2s.pad([[4, 5, 6]]), s2s.pad([[7, 8, 9]], pre=(s2s.BOS,))
+    with torch.no_grad():
+        a = net(x, y_in)[0].softmax(-1)
+        y_in[0, 2] = 20                                  # another previous output before step 2
+        b = net(x, y_in)[0].softmax(-1)
+    np.testing.assert_array_equal(a[:2].numpy(), b[:2].numpy())     # steps 0 and 1 have not seen it
+    assert (a[2:] - b[2:]).abs().sum(-1).min() > 1e-4
+
+
+@needs_hf
+def test_training_is_deterministic_and_events_follow_the_model(ewt):
+    kw = dict(hidden=8, epochs=1, idx=ewt.train_idx[:60], seed=5)
+    (m, losses), (m2, losses2) = s2s.train(ewt, **kw), s2s.train(ewt, **kw)
+    assert losses == losses2 and all(torch.equal(p, q) for p, q in zip(m.parameters(), m2.parameters()))
+    sub = ewt.test_idx[:12]
+    ev = s2s.model_events(m, ewt, sub)
+    # tokens: the softmax maximum of one direct forward pass, at the real label positions
+    x, y_in, labels = s2s.batch_tensors(ewt, sub)
+    with torch.no_grad(): p = m(x, y_in).softmax(-1)
+    real = (labels != -100).numpy()
+    np.testing.assert_allclose(ev.tokens.conf, p.max(-1).values.numpy()[real], rtol=1e-5)
+    assert ev.tokens.correct.tolist() == (p.argmax(-1) == labels).numpy()[real].astype(int).tolist()
+    # sequences: exact match of the decoded ids with target + EOS, by plain list equality
+    pred, steps = s2s.decode(m, [ewt.src_ids[i] for i in sub], max_len=labels.shape[1] + 10)
+    expect = [int(list(q) == ewt.tgt_ids[i] + [s2s.EOS]) for q, i in zip(pred, sub)]
+    assert ev.sequences['prod'].correct.tolist() == expect
+    np.testing.assert_allclose(ev.sequences['prod'].conf, [np.prod(s.astype(float)) for s in steps], rtol=1e-9)
+    assert ev.exact_match == np.mean(expect) and ev.words.n_pieces.sum() == real.sum() - len(sub)   # EOS: no word
+
+
+@needs_hf
+@pytest.mark.parametrize('call, exc, msg', [
+    (lambda d: s2s.train(d, batch_size=0), ValueError, 'batch_size must be an integer >= 1, got 0'),
+    (lambda d: s2s.train(d, dropout=-.1), ValueError, 'dropout must be a number in [0, 1)'),
+    (lambda d: s2s.train(d, seed=-1), ValueError, 'seed must be an integer >= 0, got -1'),
+    (lambda d: s2s.batch_tensors(d, [0.5]), TypeError, 'idx must hold integer indices'),
+    (lambda d: s2s.model_events(d, d), TypeError, 'model must be a Seq2Seq'),
+])
+def test_model_bad_input(ewt, call, exc, msg):
+    with pytest.raises(exc) as e: call(ewt)
+    assert msg in str(e.value), str(e.value)
