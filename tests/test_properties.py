@@ -355,10 +355,16 @@ def test_normal_interval_contains_estimate_on_miscalibrated_data(n, k, nb, seed)
     assert i.lo <= i.estimate <= i.hi
 
 class _RecordingRng:
-    "A numpy Generator that records what `integers` returned (the bootstrap's resampling draws)."
-    def __init__(self, rng): self.rng, self.draws = rng, []
+    "A numpy Generator that records what `integers` returned (the bootstrap's resampling draws), also in spawned children."
+    def __init__(self, rng): self.rng, self.draws, self.children = rng, [], []
     def integers(self, *args, **kw):
         out = self.rng.integers(*args, **kw); self.draws.append(np.array(out)); return out
+    def spawn(self, k):
+        self.children = [_RecordingRng(g) for g in self.rng.spawn(k)]
+        return self.children
+    def all_draws(self):
+        "Draws in replicate order: own draws, then each spawned child's (one child per chunk of replicates)."
+        return self.draws + [d for c in self.children for d in c.all_draws()]
     def __getattr__(self, name): return getattr(self.rng, name)
 
 @props(15)
@@ -375,7 +381,7 @@ def test_bootstrap_equals_literal_resampling(n, spec, v, seed):
     rec, make = [], np.random.default_rng
     with mock.patch.object(np.random, 'default_rng', lambda s=None: rec.append(_RecordingRng(make(s))) or rec[-1]):
         i = calib_mse_interval(conf, correct, method='bootstrap', n_samples=20, level=.8, seed=seed, **kw)
-    draws = np.concatenate([d.reshape(-1, n) for r in rec for d in r.draws])
+    draws = np.concatenate([d.reshape(-1, n) for r in rec for d in r.all_draws()])
     assert draws.shape == (20, n)
     o = np.argsort(conf, kind='stable')
     vals = [calib_mse(conf[o[np.sort(d)]], correct[o[np.sort(d)]], **kw) for d in draws]
