@@ -15,16 +15,25 @@ from .report import calibration_report
 # %% auto #0
 __all__ = ['load_input', 'cmd_report', 'cmd_plugins', 'cmd_demo', 'parser', 'main']
 
-# %% ../nbs/62_cli.ipynb #3bee6a8e
+# %% ../nbs/62_cli.ipynb #7f078893
+def _is_top_logits(path: Path) -> bool:
+    "Whether a JSON Lines file holds calibration_metric records (its first record has `top_logits`)."
+    import json
+    try:
+        with open(path, encoding='utf-8') as f: first = next((l for l in f if l.strip()), '')
+        return isinstance(rec := json.loads(first), dict) and 'top_logits' in rec
+    except (OSError, ValueError, UnicodeDecodeError): return False
+
 def load_input(path, threshold: float | None = None) -> pd.DataFrame:
     "Events from an events file, an `.npz`/`.npy` score matrix or a calibration_metric `.logits` file."
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix in ('.npz', '.npy'): return read_scores(path, threshold=default('threshold', threshold))
-    if suffix == '.logits':
-        from calibkit.datasets.calibration_metric import read_calibration_metric_logits
-        from calibkit.extractors.seq2seq import token_events_from_top_k
-        ev = token_events_from_top_k(read_calibration_metric_logits(path))
+    if suffix == '.logits' or (suffix in ('.jsonl', '.json') and _is_top_logits(path)):
+        from calibkit.extractors.seq2seq import read_calibration_metric_logits
+        if not path.is_file(): raise InputError(f'{path}: no such file')
+        try: ev = read_calibration_metric_logits(path)
+        except (ValueError, TypeError, KeyError) as e: raise InputError(f'{path}: {str(e).splitlines()[0]}') from None
     else: ev = read_events(path)
     if threshold is None: return ev
     keep = ev['conf'].to_numpy() >= threshold

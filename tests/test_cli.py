@@ -145,3 +145,22 @@ def test_plugins_command_lists_builtins():
     for name in ('isotonic', 'histogram', 'scaling_binning', 'platt', 'tfg', 'shared', 'per_class', 'softmax',
                  'crf_marginals', 'seq2seq', 'coref_mc'):
         assert name in r.stdout, name
+
+
+LOGITS = Path(__file__).resolve().parents[1]/'data'/'calibration_metric'/'dev_two.logits'
+
+
+@pytest.mark.parametrize('suffix', ['.logits', '.jsonl'])
+def test_report_from_calibration_metric_logits(tmp_path, suffix):
+    "The calibration_metric top-logit format: token events, the same as read_calibration_metric_logits gives."
+    src = tmp_path/f'dev_two{suffix}'
+    src.write_bytes(LOGITS.read_bytes())
+    r = calibkit('report', src, '--out', tmp_path/'r', '--bins', 5, '--samples', 20)
+    assert r.returncode == 0, r.stderr
+    from calibkit.extractors.seq2seq import read_calibration_metric_logits
+    ev = read_calibration_metric_logits(LOGITS)
+    s = json.loads((tmp_path/'r'/'metrics.json').read_text())['summary']
+    assert s['events'] == len(ev) and s['accuracy'] == pytest.approx(ev.correct.mean())
+    (tmp_path/'bad.logits').write_text('{"top_logits": [[0.5, 0.5]], "labels": [1]}\n')
+    r = calibkit('report', tmp_path/'bad.logits', '--out', tmp_path/'r2')
+    assert r.returncode == 2 and "lacks key(s) ['top_logit_idxs']" in r.stderr and 'Traceback' not in r.stderr
