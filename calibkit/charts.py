@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Mapping
 import altair as alt, numpy as np, pandas as pd
 from .config import default
-from .events import as_pairs, check_conf
+from .events import as_pairs, check_conf, check_int
 from .binning import equal_mass_bins
 from .metrics import Interval, calib_mse_interval
 
@@ -116,7 +116,7 @@ def reliability_grid(tables: Mapping[str, pd.DataFrame], *, columns=None, conf_a
     t = pd.concat(parts, ignore_index=True)
     if len(t) > MAX_ROWS: raise ValueError(f'tables hold {len(t)} non-empty bins in all, too many to chart (limit {MAX_ROWS})')
     columns = min(len(tables), 4) if columns is None else columns
-    if int(columns) != columns or columns < 1: raise ValueError(f'columns must be a positive integer, got {columns}')
+    columns = check_int('columns', columns, 1)
     panels = [p.panel[0] for p in parts]
     chart = alt.layer(*_layers(conf_axis, False), data=t).properties(width=200, height=200).facet(
         facet=alt.Facet('panel:N', title=None, sort=panels), columns=int(columns))

@@ -13,7 +13,7 @@ try:
 except ImportError as e:
     raise ImportError("calibkit.dask needs dask: pip install 'calibkit[dask]'") from e
 from .config import default
-from .events import _numeric
+from .events import _numeric, check_int
 from .binning import BinStats, bin_starts, fixed_width_edges, fixed_width_index, _sort_pairs
 from .recalibrators import HistogramBinning
 from .metrics import _weighted_sq_gap
@@ -127,8 +127,7 @@ def _sketch(cs: np.ndarray, k: int, phase: float) -> tuple[np.ndarray, np.ndarra
 def sketch_size(n_partitions: int, sketch: int | None = None) -> int:
     "Kept values per partition: `sketch`, or by default the budget of 2^22 over all partitions, at least 256."
     k = max(MIN_SKETCH, SKETCH_BUDGET // max(1, n_partitions)) if sketch is None else sketch
-    if int(k) != k or k < 1: raise ValueError(f'sketch must be a positive integer, got {sketch}')
-    return int(k)
+    return check_int('sketch', k, 1)
 
 def _summary(part, k: int, phase: float, groups=None):
     "Pass 1 on one partition: bad-value counts, events per group, and a sketch per group."
@@ -296,7 +295,7 @@ def _sample_block(part, size: int, seed: int, i: int):
 
 def sample(conf, correct=None, *, size: int = 10**6, seed=None) -> tuple[np.ndarray, np.ndarray]:
     "A uniform random sample without replacement of `size` events of dask data (all if fewer), in memory."
-    if int(size) != size or size < 1: raise ValueError(f'size must be a positive integer, got {size}')
+    size = check_int('size', size, 1)
     seed = default('seed', seed)
     tasks = [dask.delayed(_sample_block)(p, int(size), seed, i) for i, p in enumerate(_parts(conf, correct))]
     while len(tasks) > 1:

@@ -34,14 +34,14 @@ def data_dir() -> Path:
 def demo_twitter_pos(out: Path) -> list[Path]:
     "HMM, basic and featured CRF and softmax taggers on ARK Twitter POS: full-marginal events, isotonic recalibration."
     from calibkit.datasets.conll import read_conll
-    from calibkit.models.taggers import CRFTagger, HMMTagger, SoftmaxTagger, tagger_events
+    from calibkit.models.taggers import CRFTagger, HMMTagger, SoftmaxTagger, events_from_tagger
     data = {s: read_conll(data_dir()/'twpos'/f'oct27.{s}') for s in ('train', 'dev', 'test')}
     models = {'hmm': HMMTagger(), 'crf_basic': CRFTagger('basic'), 'crf_advanced': CRFTagger('advanced'),
               'softmax': SoftmaxTagger()}
     done = []
     for name, m in progress(models.items(), desc='twitter_pos', unit='model'):
         m.fit(*data['train'])
-        dev, test = (tagger_events(m, *data[s], events='marginal', threshold=default('threshold')) for s in ('dev', 'test'))
+        dev, test = (events_from_tagger(m, *data[s], events='marginal', threshold=default('threshold')) for s in ('dev', 'test'))
         rep = calibration_report(test, fit=dev, recal='isotonic', meta=dict(accuracy=m.score(*data['test'])),
                                  title=f'Twitter POS, {name}: marginal events on oct27.test')
         rep.save(out/'twitter_pos'/name, force=True)

@@ -158,7 +158,8 @@ def test_reliability_rejects_bad_arguments(data):
 def test_reliability_grid_validation(data):
     t = equal_mass_bins(*data, n_bins=5)
     with pytest.raises(TypeError, match='tables must be a dict'): reliability_grid([t])
-    with pytest.raises(ValueError, match='columns must be a positive integer'): reliability_grid({'a': t}, columns=0)
+    with pytest.raises(ValueError, match='columns must be an integer >= 1, got 0'): reliability_grid({'a': t}, columns=0)
+    with pytest.raises(ValueError, match='columns must be an integer >= 1, got nan'): reliability_grid({'a': t}, columns=float('nan'))
     with pytest.raises(ValueError, match=r"tables\['b'\] lacks column"): reliability_grid({'a': t, 'b': t.drop(columns='acc')})
     g = reliability_grid({'a': t, 'b': t}, columns=1, conf_axis='y').to_dict()
     assert g['columns'] == 1 and g['spec']['layer'][2]['encoding']['x']['field'] == 'acc'

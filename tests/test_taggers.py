@@ -7,7 +7,7 @@ from sklearn.exceptions import ConvergenceWarning
 import calibkit
 from calibkit.datasets.conll import read_conll
 from calibkit.extractors.taggers import crf_marginals, forward_backward, from_crfsuite, softmax, tagger_events
-from calibkit.models.taggers import CRFTagger, HMMTagger, SoftmaxTagger, token_features
+from calibkit.models.taggers import CRFTagger, HMMTagger, SoftmaxTagger, events_from_tagger, token_features
 
 DATA = Path(__file__).resolve().parents[1]/'data'/'twpos'
 
@@ -130,6 +130,27 @@ def test_models_are_deterministic_and_agree_on_tags(twpos):
     soft = fitted[2][0]
     np.testing.assert_allclose(np.concatenate([softmax(z) for z in soft.logits(sents)]),
                                np.concatenate(soft.marginals(sents)), rtol=0, atol=1e-12)
+
+
+def test_events_from_tagger_route_equals_the_models_marginals(twpos):
+    "Through each model's own extractor (HMM potentials, crfsuite marginals, softmax logits): the events of its marginals."
+    from calibkit.events import events_from_scores, top_label_events
+    train = (twpos['train'].tokens[:150], twpos['train'].tags[:150])
+    sents, tags = twpos['dev'].tokens[:40], twpos['dev'].tags[:40]
+    makers = [HMMTagger, lambda: CRFTagger('basic', max_iterations=20), lambda: SoftmaxTagger(max_iter=15)]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', ConvergenceWarning)
+        for make in makers:
+            m = make().fit(*train)
+            P, gold = np.concatenate(m.marginals(sents)), [t for s in tags for t in s]
+            marg = events_from_tagger(m, sents, tags, events='marginal', threshold=.05)
+            ref = events_from_scores(P, gold, threshold=.05, labels=m.tags_)
+            np.testing.assert_allclose(marg.conf.to_numpy(), ref.conf.to_numpy(), atol=1e-9)
+            np.testing.assert_array_equal(marg.correct.to_numpy(), ref.correct.to_numpy())
+            top = events_from_tagger(m, sents, tags, events='top')
+            np.testing.assert_allclose(top.conf.to_numpy(), top_label_events(P, gold, labels=m.tags_).conf.to_numpy(), atol=1e-9)
+    with pytest.raises(TypeError, match='model must be an HMMTagger, CRFTagger or SoftmaxTagger'):
+        events_from_tagger(object(), sents, tags)
 
 
 def test_query_events_from_each_route():

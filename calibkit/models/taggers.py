@@ -11,11 +11,12 @@ import numpy as np, pandas as pd
 from scipy import sparse
 from sklearn.exceptions import NotFittedError
 from ..config import default
+from ..events import check_int
 from ..extractors.taggers import crf_marginals, from_crfsuite
 
 # %% auto #0
 __all__ = ['WORD_CLASSES', 'FEATURE_SETS', 'word_class', 'word_shape', 'token_features', 'Potentials', 'Tagger', 'HMMTagger',
-           'crfsuite_weights', 'CRFTagger', 'SoftmaxTagger', 'tagger_output', 'tagger_events']
+           'crfsuite_weights', 'CRFTagger', 'SoftmaxTagger', 'tagger_output', 'events_from_tagger']
 
 # %% ../../nbs/12_models_taggers.ipynb #a856dbcf
 _URL = re.compile(r'^(?:https?://|www\.)|\.(?:com|org|net|ly|co|me)(?:/|$)', re.I)
@@ -218,7 +219,7 @@ class CRFTagger(Tagger):
     def __init__(self, features: str = 'basic', c2: float = 0.1, max_iterations: int = 100, c1: float = 0.0):
         if features not in FEATURE_SETS: raise ValueError(f'features must be one of {FEATURE_SETS}, got {features!r}')
         if not (c1 >= 0 and c2 >= 0): raise ValueError(f'c1 and c2 must be >= 0, got c1={c1}, c2={c2}')
-        if int(max_iterations) != max_iterations or max_iterations < 1: raise ValueError(f'max_iterations must be a positive integer, got {max_iterations}')
+        check_int('max_iterations', max_iterations, 1)
         self.features, self.c2, self.max_iterations, self.c1 = features, c2, max_iterations, c1
 
     def _x(self, sents) -> list[list[dict]]: return [token_features(s, self.features) for s in _check_sents(sents)]
@@ -301,9 +302,11 @@ def tagger_output(model: Tagger, sents) -> tuple:
     if isinstance(model, SoftmaxTagger): return model.logits(sents), 'softmax', dict(kind='logits'), {}
     raise TypeError(f'model must be an HMMTagger, CRFTagger or SoftmaxTagger, got {type(model).__name__}')
 
-def tagger_events(model: Tagger, sents, tags, **params) -> pd.DataFrame:
+def events_from_tagger(model: Tagger, sents, tags, **params) -> pd.DataFrame:
     "Events of a fitted tagger on tagged sentences, through its extractor (`events=`, `tag=`, `threshold=` in `params`)."
     from calibkit.plugins import extractor
+    if not isinstance(model, Tagger):
+        raise TypeError(f'model must be an HMMTagger, CRFTagger or SoftmaxTagger, got {type(model).__name__}')
     model._check_fitted()
     out, name, p, kw = tagger_output(model, sents)
     return extractor(name, **p, **params).extract(out, tags, labels=model.tags_, **kw)
