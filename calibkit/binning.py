@@ -11,11 +11,11 @@ from .config import default
 from .events import as_pairs, check_int, is_dask
 
 # %% auto #0
-__all__ = ['bin_starts', 'BinStats', 'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats', 'z_value',
-           'bin_table', 'equal_mass_bins', 'fixed_width_bins']
+__all__ = ['sort_pairs', 'bin_starts', 'BinStats', 'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index',
+           'fixed_width_stats', 'z_value', 'bin_table', 'equal_mass_bins', 'fixed_width_bins']
 
 # %% ../nbs/02_binning.ipynb #3aeb1f33
-def _sort_pairs(c: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def sort_pairs(c: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     "Confidences sorted ascending and outcomes carried along (ties: outcome order; see `_stable_ties`)."
     ui = np.uint64 if c.dtype == np.float64 else np.uint32
     key = c.view(ui) << ui(1)
@@ -90,7 +90,7 @@ def equal_mass_stats(conf, correct=None, *, bin_size=None, n_bins=None, moments=
         return ckd.equal_mass_stats(conf, correct, bin_size=bin_size, n_bins=n_bins, moments=moments)
     c, y = as_pairs(conf, correct)
     starts = bin_starts(len(c), bin_size=bin_size, n_bins=n_bins)
-    cs, ys = _sort_pairs(c, y)
+    cs, ys = sort_pairs(c, y)
     _stable_ties(c, y, cs, ys, starts)
     ends = np.append(starts[1:], len(c))
     sums = lambda a: np.add.reduceat(a, starts, dtype=np.float64)

@@ -14,7 +14,7 @@ except ImportError as e:
     raise ImportError("calibkit.dask needs dask: pip install 'calibkit[dask]'") from e
 from .config import default
 from .events import _numeric, check_int
-from .binning import BinStats, bin_starts, fixed_width_edges, fixed_width_index, _sort_pairs
+from .binning import BinStats, bin_starts, fixed_width_edges, fixed_width_index, sort_pairs
 from .recalibrators import HistogramBinning
 from .metrics import _weighted_sq_gap
 
@@ -164,7 +164,7 @@ def _equal_mass_block(part, edges: list, groups, moments: bool):
     gid = None if groups is None else _assign(lab, groups)[0]
     for g, cg, yg in _by_group(c, y, gid, len(edges)):
         if len(cg) == 0: continue
-        cs, ys = _sort_pairs(cg, yg)
+        cs, ys = sort_pairs(cg, yg)
         cut = np.searchsorted(cs, edges[g], 'left')          # a confidence equal to an edge goes up
         starts, ends = np.r_[0, cut], np.r_[cut, len(cs)]
         ne = np.flatnonzero(starts < ends)                   # the partition's non-empty bins

@@ -8,8 +8,8 @@ import sys
 import numpy as np, pandas as pd
 
 # %% auto #0
-__all__ = ['is_dask', 'check_int', 'check_conf', 'check_correct', 'as_pairs', 'events', 'check_scores', 'events_from_scores',
-           'top_label_events']
+__all__ = ['is_dask', 'check_int', 'check_float', 'check_choice', 'check_bool', 'check_conf', 'check_correct', 'as_pairs',
+           'events', 'check_scores', 'events_from_scores', 'top_label_events']
 
 # %% ../nbs/01_events.ipynb #3bca7657
 def is_dask(x) -> bool:
@@ -52,6 +52,30 @@ def check_int(name: str, value, lo: int, hi: int | None = None, why: str = '') -
         rng = f'in [{lo}, {hi}]' if hi is not None else f'>= {lo}'
         raise ValueError(f'{name} must be an integer {rng}{why}, got {value}')
     return int(value)
+
+# %% ../nbs/01_events.ipynb #ca73a3a7
+def check_float(name: str, value, lo: float | None = None, hi: float | None = None, *,
+                lo_open: bool = False, hi_open: bool = False) -> float:
+    "`value` as a finite float in the interval [lo, hi] (ends open when asked), or a ValueError/TypeError naming `name`."
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f'{name} must be a number, got {type(value).__name__} {value!r}')
+    v = float(value)
+    ok = np.isfinite(v) and (lo is None or (v > lo if lo_open else v >= lo)) and (hi is None or (v < hi if hi_open else v <= hi))
+    if not ok:
+        rng = f"{'(' if lo_open else '['}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}{')' if hi_open else ']'}"
+        raise ValueError(f'{name} must be a finite number in {rng}, got {value!r}')
+    return v
+
+def check_choice(name: str, value, choices) -> str:
+    "`value` if it is one of `choices`, else a ValueError naming `name` and the choices."
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f'{name} must be one of {", ".join(map(repr, choices))}; got {value!r}')
+    return value
+
+def check_bool(name: str, value) -> bool:
+    "`value` if it is True or False (numpy bools too), else a TypeError naming `name`."
+    if not isinstance(value, (bool, np.bool_)): raise TypeError(f'{name} must be True or False, got {value!r}')
+    return bool(value)
 
 # %% ../nbs/01_events.ipynb #6df18d67
 def check_conf(conf, name: str = 'conf', ndim: int = 1) -> np.ndarray:

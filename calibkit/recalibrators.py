@@ -8,7 +8,7 @@ import copy, warnings
 import numpy as np, pandas as pd
 from .config import default
 from .events import as_pairs, check_conf
-from .binning import bin_starts, _sort_pairs
+from .binning import bin_starts, sort_pairs
 from .plugins import hookimpl, Params, _note
 
 # %% auto #0
@@ -115,7 +115,7 @@ class Isotonic(Recalibrator):
 
     def _fit(self, c, y):
         from sklearn.isotonic import isotonic_regression
-        cs, ys = _sort_pairs(c, y)
+        cs, ys = sort_pairs(c, y)
         first = np.flatnonzero(np.r_[True, np.diff(cs) >= _RESOLUTION])   # start of each run of (nearly) equal scores
         w = np.diff(np.r_[first, len(cs)]).astype(np.float64)
         f = isotonic_regression(np.add.reduceat(ys, first, dtype=np.float64) / w, sample_weight=w, y_min=0, y_max=1)
