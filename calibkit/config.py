@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['Settings', 'settings_path', 'read_settings', 'settings', 'default', 'progress']
+__all__ = ['Settings', 'package_dir', 'settings_path', 'read_settings', 'settings', 'default', 'progress', 'data_dir', 'require']
 
 # %% ../nbs/00_config.ipynb #2467c999
 @dataclass(frozen=True)
@@ -33,6 +33,11 @@ class Settings:
         if self.tfg_rule not in ('>', '>='): raise ValueError(f"tfg_rule must be '>' or '>=', got {self.tfg_rule!r}")
 
 # %% ../nbs/00_config.ipynb #d4934fcd
+def package_dir() -> Path:
+    "The folder of the installed calibkit package (found without importing it)."
+    import importlib.util
+    return Path(importlib.util.find_spec('calibkit').origin).resolve().parent
+
 def settings_path() -> Path | None:
     "The `settings.ini` in force: `$CALIBKIT_SETTINGS`, else the one beside the package, else None."
     env = os.environ.get('CALIBKIT_SETTINGS')
@@ -40,8 +45,7 @@ def settings_path() -> Path | None:
         p = Path(env)
         if not p.is_file(): raise FileNotFoundError(f'CALIBKIT_SETTINGS points to {p}, which is not a file')
         return p
-    import calibkit
-    p = Path(calibkit.__file__).resolve().parent.parent/'settings.ini'
+    p = package_dir().parent/'settings.ini'
     return p if p.is_file() else None
 
 def read_settings(path: str | Path | None = None) -> Settings:
@@ -74,3 +78,19 @@ def progress(iterable=None, *, quiet: bool | None = None, **kw):
     from tqdm.auto import tqdm
     if quiet is None: quiet = os.environ.get('CALIBKIT_QUIET', '') not in ('', '0')
     return tqdm(iterable, disable=quiet, **kw)
+
+# %% ../nbs/00_config.ipynb #de6db4bd
+def data_dir(*parts: str) -> Path:
+    "The bundled data folder (`calibkit/data/`), or a file or folder inside it; a clear error when it is missing."
+    d = package_dir()/'data'
+    p = d.joinpath(*parts)
+    if not p.exists(): raise FileNotFoundError(f'{p} not found: calibkit\'s bundled data is incomplete (reinstall calibkit)')
+    return p
+
+# %% ../nbs/00_config.ipynb #801513eb
+def require(module: str, extra: str, feature: str):
+    "Import `module`, or raise an ImportError naming the `feature` that needs it and the extra that installs it."
+    import importlib
+    try: return importlib.import_module(module)
+    except ImportError as e:
+        raise ImportError(f"{feature} needs {module.split('.')[0]}: pip install 'calibkit[{extra}]'") from e

@@ -7,13 +7,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 import numpy as np, pandas as pd
-from .config import default, progress
+from .config import data_dir, default, progress
 from .events import events
 from .report import calibration_report
 
 # %% auto #0
-__all__ = ['DEMOS', 'demo_synthetic', 'data_dir', 'demo_twitter_pos', 'demo_coref', 'demo_sparse_tagsets', 'demo_seq2seq',
-           'run_demos', 'write_index']
+__all__ = ['DEMOS', 'demo_synthetic', 'demo_twitter_pos', 'demo_coref', 'demo_sparse_tagsets', 'demo_seq2seq', 'run_demos',
+           'write_index']
 
 # %% ../nbs/63_demos.ipynb #7444854f
 def demo_synthetic(out: Path) -> list[Path]:
@@ -23,13 +23,6 @@ def demo_synthetic(out: Path) -> list[Path]:
     rep = calibration_report(test, fit=dev, recal='isotonic', title='Synthetic under-confident forecaster (thesis generator, k = 0.1)')
     rep.save(out/'synthetic', force=True)
     return [out/'synthetic']
-
-def data_dir() -> Path:
-    "The bundled `data/` folder of the calibkit checkout."
-    import calibkit
-    d = Path(calibkit.__file__).resolve().parent.parent/'data'
-    if not d.is_dir(): raise FileNotFoundError(f'{d} not found: the demos need a calibkit source checkout (its data/ folder)')
-    return d
 
 def demo_twitter_pos(out: Path) -> list[Path]:
     "HMM, basic and featured CRF and softmax taggers on ARK Twitter POS: full-marginal events, isotonic recalibration."

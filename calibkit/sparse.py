@@ -315,8 +315,8 @@ class EWTEvents(NamedTuple):
 
 def _data_dir(data_dir) -> Path:
     if data_dir is None:
-        import calibkit
-        data_dir = Path(calibkit.__file__).resolve().parent.parent/'data'/'ud_ewt'
+        from calibkit.config import data_dir as bundled
+        data_dir = bundled('ud_ewt')
     d = Path(data_dir)
     missing = [f for f in EWT_FILES if not (d/f).is_file()]
     if missing: raise FileNotFoundError(f'{d} lacks {missing}: pass data_dir= the folder holding the UD English EWT files')

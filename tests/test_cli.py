@@ -147,7 +147,7 @@ def test_plugins_command_lists_builtins():
         assert name in r.stdout, name
 
 
-LOGITS = Path(__file__).resolve().parents[1]/'data'/'calibration_metric'/'dev_two.logits'
+LOGITS = Path(__file__).resolve().parents[1]/'calibkit'/'data'/'calibration_metric'/'dev_two.logits'
 
 
 @pytest.mark.parametrize('suffix', ['.logits', '.jsonl'])

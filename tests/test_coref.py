@@ -7,7 +7,7 @@ from calibkit.datasets.coref import read_conll2012_coref
 from calibkit.extractors.coref import coref_mc, exact_pair_probs, antecedent_matrix, window_pairs
 from calibkit.models.coref import MentionRanker, split_documents, design, _ranking_loss
 
-DATA = Path(__file__).resolve().parent.parent/'data'/'litbank'
+DATA = Path(__file__).resolve().parent.parent/'calibkit'/'data'/'litbank'
 
 
 def conll(tmp_path, body: str, name='t.conll') -> Path:

@@ -11,7 +11,7 @@ from calibkit.extractors.seq2seq import (exact_match, hard_split, hf_sequence_ev
                                          word_events)
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = ROOT/'data'/'calibration_metric'/'dev_two.logits'
+FIXTURE = ROOT/'calibkit'/'data'/'calibration_metric'/'dev_two.logits'
 
 
 def softmax(x):
@@ -448,7 +448,7 @@ if HAS_HF:
 
 @pytest.fixture(scope='module')
 def ewt():
-    return s2s.ewt_seq2seq_data(ROOT/'data'/'ud_ewt')
+    return s2s.ewt_seq2seq_data(ROOT/'calibkit'/'data'/'ud_ewt')
 
 
 @needs_hf

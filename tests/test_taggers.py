@@ -9,7 +9,7 @@ from calibkit.datasets.conll import read_conll
 from calibkit.extractors.taggers import crf_marginals, forward_backward, from_crfsuite, softmax, tagger_events
 from calibkit.models.taggers import CRFTagger, HMMTagger, SoftmaxTagger, events_from_tagger, token_features
 
-DATA = Path(__file__).resolve().parents[1]/'data'/'twpos'
+DATA = Path(__file__).resolve().parents[1]/'calibkit'/'data'/'twpos'
 
 
 def brute_force(E, W, s, e):

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 from calibkit.datasets.ud import read_conllu, words_frame
 
-DATA = Path(__file__).resolve().parent.parent/'data'/'ud_ewt'
+DATA = Path(__file__).resolve().parent.parent/'calibkit'/'data'/'ud_ewt'
 ROW = '{i}\t{w}\t{w}\tX\tXX\t_\t{h}\tdep\t_\t_'
 
 
