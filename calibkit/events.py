@@ -45,8 +45,8 @@ def _numeric(x, name: str, ndim: int = 1) -> np.ndarray:
 def _count(mask) -> int: return int(np.count_nonzero(mask))
 
 def check_int(name: str, value, lo: int, hi: int | None = None, why: str = '') -> int:
-    "`value` as an int in [lo, hi], or a ValueError naming `name`, the range and the value (NaN and inf included)."
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+    "`value` as an int in [lo, hi] (a float only when integral, such as 1e5), or a ValueError naming `name`, the range and the value (NaN and inf included)."
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)) \
         and np.isfinite(value) and int(value) == value and lo <= value and (hi is None or value <= hi)
     if not ok:
         rng = f'in [{lo}, {hi}]' if hi is not None else f'>= {lo}'
@@ -56,14 +56,16 @@ def check_int(name: str, value, lo: int, hi: int | None = None, why: str = '') -
 # %% ../nbs/01_events.ipynb #ca73a3a7
 def check_float(name: str, value, lo: float | None = None, hi: float | None = None, *,
                 lo_open: bool = False, hi_open: bool = False) -> float:
-    "`value` as a finite float in the interval [lo, hi] (ends open when asked), or a ValueError/TypeError naming `name`."
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f'{name} must be a number, got {type(value).__name__} {value!r}')
+    "`value` as a finite float in the interval from `lo` to `hi` (ends open when asked), or a ValueError naming `name`."
+    if lo is None and hi is None: want = 'a finite number'
+    elif hi is None: want = f"a finite number {'>' if lo_open else '>='} {lo}"
+    elif lo is None: want = f"a finite number {'<' if hi_open else '<='} {hi}"
+    else: want = f"a number in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f'{name} must be {want}, got {type(value).__name__} {value!r}')
     v = float(value)
     ok = np.isfinite(v) and (lo is None or (v > lo if lo_open else v >= lo)) and (hi is None or (v < hi if hi_open else v <= hi))
-    if not ok:
-        rng = f"{'(' if lo_open else '['}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}{')' if hi_open else ']'}"
-        raise ValueError(f'{name} must be a finite number in {rng}, got {value!r}')
+    if not ok: raise ValueError(f'{name} must be {want}, got {value!r}')
     return v
 
 def check_choice(name: str, value, choices) -> str:

@@ -20,7 +20,7 @@ def data():
 
 @pytest.mark.parametrize('kw, msg', [
     (dict(n=0), 'n must be an integer >= 1'), (dict(n=-3), 'n must be an integer >= 1'),
-    (dict(n=2.0), 'n must be an integer >= 1'), (dict(n='10'), 'n must be an integer >= 1'),
+    (dict(n=2.5), 'n must be an integer >= 1'), (dict(n='10'), 'n must be an integer >= 1'),
     (dict(n=True), 'n must be an integer >= 1'),
     (dict(n=5, alpha=0), 'alpha must be a finite number > 0'), (dict(n=5, beta=np.inf), 'beta must be a finite number > 0'),
     (dict(n=5, alpha=np.nan), 'alpha must be'), (dict(n=5, beta='2'), 'beta must be'),
@@ -212,3 +212,69 @@ def test_save_chart_is_byte_identical_across_processes(tmp_path):
     files = [{p.name: p.read_bytes() for p in sorted(d.iterdir())} for d in (one, two)]
     assert sorted(files[0]) == ['g.svg', 'g.vl.json', 'r.svg', 'r.vl.json']
     assert files[0] == files[1]
+
+
+# --- inline SVG display, log-odds view, smooth curves -----------------------------------------------
+
+def _over(n=3000, seed=7):
+    rng = np.random.default_rng(seed)
+    q = rng.beta(2, 2, n)
+    return q, (rng.random(n) < q ** 1.5).astype(np.uint8)
+
+
+def _marginal(n=40_000, seed=3):
+    rng = np.random.default_rng(seed)
+    q = rng.beta(.3, 6, n)
+    return q, (rng.random(n) < q).astype(np.uint8)
+
+
+def test_charts_display_as_svg_whatever_the_active_renderer():
+    import altair as alt
+    from calibkit.charts import reliability, SVGDisplay, svg_display
+    q, y = _over()
+    before = alt.renderers.active
+    try:
+        alt.renderers.enable('default')                     # the CDN-loading HTML renderer
+        bundle, meta = reliability(q, y)._repr_mimebundle_()
+    finally:
+        alt.renderers.enable(before)
+    assert set(bundle) == {'image/svg+xml', 'text/plain'} and bundle['image/svg+xml'].startswith('<svg')
+    assert 'http' not in bundle['image/svg+xml'].split('xmlns', 1)[0]
+    assert isinstance(reliability(q, y).properties(width=50), SVGDisplay)
+    composed = reliability(q, y) | reliability(q, y, conf_axis='y')
+    assert not isinstance(composed, SVGDisplay) and isinstance(svg_display(composed), SVGDisplay)
+    assert svg_display(composed).to_dict() == composed.to_dict()
+
+
+def test_scale_auto_rule_and_log_odds_coordinates():
+    from calibkit.charts import choose_scale, reliability, reliability_grid
+    mq, my = _marginal()
+    mb = equal_mass_bins(mq, my, n_bins=10)
+    assert choose_scale(mb) == 'logit' and choose_scale(equal_mass_bins(*_over(), n_bins=10)) == 'linear'
+    # the rule: at least half of the events in bins with mean conf < 0.1 or > 0.9
+    t = pd.DataFrame(dict(lo=[.01, .5], hi=[.05, .6], n=[50, 50], conf=[.03, .55], acc=[.02, .5], ci_lo=[0, .4], ci_hi=[.1, .6]))
+    assert choose_scale(t) == 'logit' and choose_scale(t.assign(n=[49, 51])) == 'linear'
+    spec = reliability(mb).to_dict()
+    rows = pd.DataFrame(spec['datasets'][spec['data']['name']])
+    np.testing.assert_allclose(rows.x_conf, np.log(rows.conf / (1 - rows.conf)), rtol=1e-12)
+    half = 0.5 / rows.n
+    shown = np.clip(rows.acc, half, 1 - half)
+    np.testing.assert_allclose(rows.x_acc, np.log(shown / (1 - shown)), rtol=1e-12)
+    assert np.isfinite(rows[['x_acc', 'x_lo', 'x_hi']].to_numpy()).all()
+    assert spec['layer'][2]['encoding']['x']['field'] == 'x_conf'
+    lin = reliability(mb, scale='linear').to_dict()
+    assert lin['layer'][2]['encoding']['x']['field'] == 'conf' and lin['layer'][2]['encoding']['x']['scale']['domain'] == [0, 1]
+    grid = reliability_grid({'marginal': mb, 'middle': equal_mass_bins(*_over(), n_bins=10)}).to_dict()
+    assert grid['spec']['layer'][2]['encoding']['x']['field'] == 'x_conf'     # one scale for all panels
+
+
+def test_smooth_reliability_draws_a_curve_and_validates():
+    from calibkit.charts import smooth_reliability
+    grid = np.linspace(0, 1, 51)
+    spec = smooth_reliability(pd.DataFrame({'conf': grid, 'acc': grid ** 2})).to_dict()
+    assert [l['mark']['type'] for l in spec['layer']] == ['rule', 'line']
+    rows = pd.DataFrame(spec['datasets'][spec['data']['name']])
+    np.testing.assert_allclose(rows.acc, grid ** 2)
+    with pytest.raises(ValueError, match='curve has 1 rows'): smooth_reliability(pd.DataFrame({'conf': [.5], 'acc': [.5]}))
+    with pytest.raises(ValueError, match='curve column conf'): smooth_reliability(pd.DataFrame({'conf': [.5, np.nan], 'acc': [.5, .5]}))
+    with pytest.raises(TypeError, match='curve must be a DataFrame'): smooth_reliability([(0, 0), (1, 1)])
