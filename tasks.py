@@ -74,7 +74,7 @@ def fail_with_log(msg, log, n=30):
 
 def install_inputs():
     "Files whose content defines the environment."
-    return [ROOT/'pyproject.toml', *sorted(p for p in PLUGIN_PKG.rglob('*') if p.is_file() and '__pycache__' not in p.parts)]
+    return [ROOT/'pyproject.toml', PLUGIN_PKG/'pyproject.toml', *sorted(PLUGIN_PKG.glob('*.py'))]
 
 
 def pip(*args, what):
@@ -115,6 +115,7 @@ def setup():
         logged([BIN/'python', '-m', 'pip', 'uninstall', '-y', 'calibkit-example-plugin'], SETUP_LOG)
     shutil.rmtree(TESTPLUGINS, ignore_errors=True)
     pip('--no-deps', '--target', TESTPLUGINS, PLUGIN_PKG, what=f'the test suite\'s example plugin into {TESTPLUGINS.name}/')
+    shutil.rmtree(PLUGIN_PKG/'build', ignore_errors=True)
     STAMP.write_text(digest)
     step('setup done', t0)
 
