@@ -82,9 +82,9 @@ def pip(*args, what):
     t0, seen = time.monotonic(), [0]
 
     def show(line):
-        if line.startswith('Collecting '):
+        if line.startswith(('Collecting ', 'Processing ')):
             seen[0] += 1
-            print(f'  collecting {line.split()[1]}', flush=True)
+            print(f'  {line.split()[0].lower()} {line.split()[1]}', flush=True)
         elif line.startswith('Installing collected packages'):
             print(f'  installing {len(line.split(":", 1)[1].split(","))} package(s) ...', flush=True)
         elif line.startswith('ERROR'):
@@ -92,7 +92,7 @@ def pip(*args, what):
     print(f'{what} ...', flush=True)
     rc = logged([BIN/'python', '-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', *args], SETUP_LOG, on_line=show)
     if rc: fail_with_log(f'installing {what} failed', SETUP_LOG)
-    step(f'  done: {what}, {seen[0]} package(s) collected', t0)
+    step(f'  done: {what} ({seen[0]} new or updated)', t0)
 
 
 def setup():

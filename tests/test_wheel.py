@@ -71,7 +71,7 @@ def test_metadata_says_what_the_package_is(dist):
     assert 'License-Expression: Apache-2.0' in head
     for v in ('3.10', '3.11', '3.12', '3.13'): assert f'Classifier: Programming Language :: Python :: {v}' in head
     urls = {l.split(': ', 1)[1].split(',')[0] for l in head if l.startswith('Project-URL: ')}
-    assert {'Documentation', 'Issues', 'Repository'} <= urls
+    assert {'Docs', 'Issues', 'Repository'} <= urls     # Docs: PEP 753's alias of Documentation
     reqs = [l.split(': ', 1)[1] for l in head if l.startswith('Requires-Dist: ')]
     core = [r for r in reqs if 'extra ==' not in r]
     for heavy in ('pyarrow', 'sklearn-crfsuite', 'torch', 'dask', 'transformers'):
