@@ -4,6 +4,7 @@
     python3 tasks.py demo              # set up .venv, install calibkit, run the main job (`calibkit demo`) on the bundled data
     python3 tasks.py test              # set up .venv, then every check CI runs (clean, export, notebooks, docs, pytest)
     python3 tasks.py notebooks [NB..]  # execute notebooks (default: all of nbs/) and write their outputs back
+    python3 tasks.py check-notebooks [NB..]  # re-execute notebooks and fail on a stale output (a step of `test`)
     python3 tasks.py docs              # build the documentation site into _docs/ (Sphinx + myst-nb, offline)
     python3 tasks.py samples           # re-render the charts and tables the notebooks write to sample_outputs/
     python3 tasks.py setup             # only create/update .venv
@@ -347,7 +348,12 @@ def in_venv(task, *args):
 
 def notebooks(*names):
     "Execute notebooks (default all) and write them back with normalised outputs in nbdev-clean's canonical form."
-    in_venv('_notebooks-write', *names)
+    in_venv('_notebooks', 'write', *names)
+
+
+def check_notebooks(*names):
+    "Re-execute notebooks (default all) and fail, naming the notebook and its first stale cell, when an output changed."
+    in_venv('_notebooks', 'check', *names)
 
 
 def docs():
@@ -365,7 +371,7 @@ def test():
     browser()
     unchanged_by('nbdev-clean')
     unchanged_by('nbdev-export')
-    in_venv('_notebooks-check')
+    check_notebooks()
     docs()
     r = run(BIN/'python', '-m', 'pytest', 'tests', env=test_env())
     if r.returncode == 5: sys.exit('pytest collected no tests: that is a failure here')
@@ -404,9 +410,10 @@ def samples():
     print(f'done: charts and tables are in {ROOT/"sample_outputs"}')
 
 
-TASKS = {'setup': setup, 'test': test, 'demo': demo, 'samples': samples, 'readme': readme, 'docs': docs, 'notebooks': notebooks,
-         # internal: run inside .venv by `notebooks` and `test`
-         '_notebooks-write': lambda *a: run_notebooks(True, a), '_notebooks-check': lambda *a: run_notebooks(False, a)}
+TASKS = {'setup': setup, 'test': test, 'demo': demo, 'samples': samples, 'readme': readme, 'docs': docs,
+         'notebooks': notebooks, 'check-notebooks': check_notebooks,
+         # internal: what `notebooks` and `check-notebooks` run inside .venv
+         '_notebooks': lambda mode, *names: run_notebooks(mode == 'write', names)}
 
 if __name__ == '__main__':
     if len(sys.argv) < 2 or sys.argv[1] not in TASKS or (sys.argv[2:] and 'notebooks' not in sys.argv[1]): sys.exit(__doc__)
