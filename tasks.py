@@ -61,7 +61,7 @@ def logged(cmd, log, *, env=None, on_line=None):
     "Run `cmd` with its output appended to `log` (not the console); `on_line` sees each line. Returns the exit code."
     with open(log, 'a') as f:
         f.write(f'$ {" ".join(map(str, cmd))}\n'); f.flush()
-        p = subprocess.Popen([str(c) for c in cmd], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        p = subprocess.Popen([str(c) for c in cmd], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors='replace')
         for line in p.stdout:
             f.write(line)
             if on_line: on_line(line.rstrip())

@@ -39,7 +39,7 @@ def wheel_venv(dist, tmp_path_factory):
     d = tmp_path_factory.mktemp('wheelvenv')/'venv'
     venv.EnvBuilder(with_pip=True).create(d)
     bindir = d/('Scripts' if os.name == 'nt' else 'bin')
-    sh(bindir/'python', '-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', dist[0])
+    sh(bindir/'python', '-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', '--no-compile', dist[0])
     return bindir
 
 
