@@ -1,27 +1,46 @@
 #!/usr/bin/env python3
 """calibkit's task runner: needs only Python >= 3.10 and the package registries.
 
-    python3 tasks.py demo    # set up .venv, install calibkit, run the main job (`calibkit demo`) on the bundled data
-    python3 tasks.py test    # set up .venv, then every check CI runs (clean, export, notebooks, pytest)
-    python3 tasks.py samples # re-render the charts and tables the notebooks write to sample_outputs/
-    python3 tasks.py setup   # only create/update .venv
-    python3 tasks.py readme  # regenerate README.md from nbs/index.ipynb
+    python3 tasks.py demo              # set up .venv, install calibkit, run the main job (`calibkit demo`) on the bundled data
+    python3 tasks.py test              # set up .venv, then every check CI runs (clean, export, notebooks, docs, pytest)
+    python3 tasks.py notebooks [NB..]  # execute notebooks (default: all of nbs/) and write their outputs back
+    python3 tasks.py check-notebooks [NB..]  # re-execute notebooks and fail on a stale output (a step of `test`)
+    python3 tasks.py docs              # build the documentation site into _docs/ (Sphinx + myst-nb, offline)
+    python3 tasks.py samples           # re-render the charts and tables the notebooks write to sample_outputs/
+    python3 tasks.py setup             # only create/update .venv
+    python3 tasks.py readme            # regenerate README.md from nbs/index.ipynb
 
 The environment lives in `.venv/` next to this file; it is reinstalled only when the files that
-define it change (pyproject.toml, tests/plugin_pkg/pyproject.toml).
+define it change (pyproject.toml, tests/plugin_pkg/, the torch pin below). The test suite's example
+plugin is installed apart, into `.venv-testplugins/`, which only test runs put on PYTHONPATH: the
+demo environment (`calibkit plugins` after `python3 tasks.py demo`) does not see it.
 """
-import hashlib, json, os, shutil, subprocess, sys, venv
+import difflib, hashlib, json, os, re, shutil, subprocess, sys, tempfile, time, venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
+NBS = ROOT/'nbs'
 VENV = ROOT/'.venv'
 BIN = VENV/('Scripts' if os.name == 'nt' else 'bin')
 STAMP = VENV/'.calibkit-install-stamp'
+SETUP_LOG = VENV/'setup.log'
+TESTPLUGINS = ROOT/'.venv-testplugins'
+PLUGIN_PKG = ROOT/'tests'/'plugin_pkg'
+# The development setup pins torch to the CPU wheel these machines carry (any other spec downloads GBs of
+# CUDA); it is a constraint of this environment, not of the package (the `hf` extra states a range).
+DEV_CONSTRAINTS = ['torch==2.13.0']
+EXTRAS = 'dev,all'
 # the study/tutorial notebooks `samples` executes headless; each writes its charts and tables to sample_outputs/
 DEMO_NOTEBOOKS = ['41_studies.ipynb', '90_tutorial_plugins.ipynb', '91_tutorial_twitter_pos.ipynb', '92_tutorial_coref.ipynb',
                   '93_tutorial_seq2seq.ipynb', '94_tutorial_sparse_tagsets.ipynb']
 # what must not change when notebooks are cleaned and the library is exported
 GENERATED = ['nbs', 'calibkit']
+NB_MAX_BYTES = 2_000_000
+NB_WORKERS = 2
+NB_CELL_TIMEOUT = 1200
+# an output must not load a script or a style from another host
+REMOTE_ASSET = re.compile(r'<(?:script|link|img)[^>]+(?:src|href)=["\']?(?:https?:)?//|cdn\.jsdelivr|unpkg\.com|cdnjs\.|'
+                          r'require\.config\(|@import\s+url\(\s*["\']?(?:https?:)?//', re.I)
 
 
 def run(*cmd, **kw):
@@ -34,22 +53,79 @@ def check(*cmd, **kw):
     if r.returncode: sys.exit(r.returncode)
 
 
+def step(msg, t0):
+    print(f'{msg} ({time.monotonic() - t0:.0f} s)', flush=True)
+
+
+def logged(cmd, log, *, env=None, on_line=None):
+    "Run `cmd` with its output appended to `log` (not the console); `on_line` sees each line. Returns the exit code."
+    with open(log, 'a') as f:
+        f.write(f'$ {" ".join(map(str, cmd))}\n'); f.flush()
+        p = subprocess.Popen([str(c) for c in cmd], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors='replace')
+        for line in p.stdout:
+            f.write(line)
+            if on_line: on_line(line.rstrip())
+        return p.wait()
+
+
+def fail_with_log(msg, log, n=30):
+    lines = Path(log).read_text(errors='replace').splitlines()
+    sys.exit('\n'.join([*lines[-n:], f'{msg}: the full log is {log}']))
+
+
 def install_inputs():
     "Files whose content defines the environment."
-    return [ROOT/'pyproject.toml', *sorted((ROOT/'tests').glob('*/pyproject.toml'))]
+    return [ROOT/'pyproject.toml', PLUGIN_PKG/'pyproject.toml', *sorted(PLUGIN_PKG.glob('*.py'))]
+
+
+def pip(*args, what):
+    "pip install with one console line per package it collects and per phase (with timing); the full output goes to .venv/setup.log."
+    t0, seen = time.monotonic(), [0]
+
+    def show(line):
+        if line.startswith(('Collecting ', 'Processing ')):
+            seen[0] += 1
+            print(f'  {line.split()[0].lower()} {line.split()[1]}', flush=True)
+        elif line.startswith('Installing collected packages'):
+            print(f'  installing {len(line.split(":", 1)[1].split(","))} package(s) ...', flush=True)
+        elif line.startswith('ERROR'):
+            print(f'  {line}', flush=True)
+    print(f'{what} ...', flush=True)
+    rc = logged([BIN/'python', '-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', *args], SETUP_LOG, on_line=show)
+    if rc: fail_with_log(f'installing {what} failed', SETUP_LOG)
+    step(f'  done: {what} ({seen[0]} new or updated)', t0)
 
 
 def setup():
-    "Create `.venv` and install calibkit (editable, with dev extras) and the test plugin packages."
+    "Create `.venv`, install calibkit (editable, with dev and all extras) and, into .venv-testplugins, the test plugin."
     if sys.version_info < (3, 10): sys.exit(f'calibkit needs Python >= 3.10, this is {sys.version.split()[0]}')
     if not (BIN/'python').exists():
         print(f'creating {VENV}', flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    digest = hashlib.sha256(b''.join(p.read_bytes() for p in install_inputs())).hexdigest()
+    digest = hashlib.sha256(b''.join([p.read_bytes() for p in install_inputs()] + [' '.join(DEV_CONSTRAINTS).encode()])).hexdigest()
     if STAMP.exists() and STAMP.read_text() == digest: return
-    pkgs = ['-e', f'{ROOT}[dev,dask,hf]'] + [a for p in install_inputs()[1:] for a in ('-e', str(p.parent))]
-    check(BIN/'python', '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', *pkgs)
+    t0 = time.monotonic()
+    print(f'setting up {VENV} (the first time takes a few minutes; full log: {SETUP_LOG})', flush=True)
+    constraints = VENV/'constraints.txt'
+    constraints.write_text('\n'.join(DEV_CONSTRAINTS) + '\n')
+    pip('--upgrade', 'pip', what='pip')
+    pip('-c', constraints, *DEV_CONSTRAINTS, what='the development torch wheel (CPU)')
+    pip('-c', constraints, '-e', f'{ROOT}[{EXTRAS}]', what=f'calibkit (editable) with extras {EXTRAS}')
+    # an older setup installed the example plugin into .venv: remove it, it belongs to the test runs only
+    if list(VENV.glob('lib*/*/site-packages/calibkit_example_plugin-*.dist-info')):
+        logged([BIN/'python', '-m', 'pip', 'uninstall', '-y', 'calibkit-example-plugin'], SETUP_LOG)
+    shutil.rmtree(TESTPLUGINS, ignore_errors=True)
+    pip('--no-deps', '--target', TESTPLUGINS, PLUGIN_PKG, what=f'the test suite\'s example plugin into {TESTPLUGINS.name}/')
+    shutil.rmtree(PLUGIN_PKG/'build', ignore_errors=True)
     STAMP.write_text(digest)
+    step('setup done', t0)
+
+
+def test_env(**extra):
+    "The environment of every test run (pytest, notebook execution): quiet, deterministic, the example plugin importable."
+    env = {**os.environ, 'CALIBKIT_QUIET': '1', 'PYTHONHASHSEED': '0', 'TZ': 'UTC', **extra}
+    env['PYTHONPATH'] = os.pathsep.join([str(TESTPLUGINS), *filter(None, [os.environ.get('PYTHONPATH')])])
+    return env
 
 
 def snapshot(paths):
@@ -75,32 +151,236 @@ def unchanged_by(tool, *args):
 
 
 def browser():
-    "Install Debian's chromium and chromedriver for the report's browser test when missing and possible."
+    "Install Debian's chromium and chromedriver for the browser checks when missing and possible (as root, with apt-get)."
     if shutil.which('chromium') and shutil.which('chromedriver'): return
     if not (shutil.which('apt-get') and hasattr(os, 'geteuid') and os.geteuid() == 0):
-        print('note: chromium/chromedriver missing and apt-get unavailable (or not root): the browser test will skip', flush=True)
+        print('note: chromium/chromedriver missing and apt-get unavailable (or not root): the browser checks will skip', flush=True)
         return
+    log = VENV/'apt.log'
+    log.write_text('')
     env = {**os.environ, 'DEBIAN_FRONTEND': 'noninteractive'}
-    ok = run('apt-get', 'update', '-qq', env=env).returncode == 0 and \
-        run('apt-get', 'install', '-y', '-qq', 'chromium', 'chromium-driver', env=env).returncode == 0
-    if not ok: print('note: installing chromium failed: the browser test will skip', flush=True)
+    for what, cmd in [('apt-get update', ['apt-get', 'update']),
+                      ("installing Debian's chromium and chromium-driver",
+                       ['apt-get', 'install', '-y', '--no-install-recommends', 'chromium', 'chromium-driver'])]:
+        t0 = time.monotonic()
+        print(f'{what} ... (log: {log})', flush=True)
+        if logged(cmd, log, env=env):
+            print('\n'.join(log.read_text(errors='replace').splitlines()[-20:]))
+            print(f'note: {what} failed (log: {log}): the browser checks will skip', flush=True)
+            return
+        step(f'  done: {what}', t0)
+
+
+# --- notebooks: executed in place, committed with their outputs, checked for staleness ---
+
+def directives(cell):
+    "The cell's `#| name: value` directives as a dict (lines at the top of the source)."
+    out = {}
+    for line in ''.join(cell['source']).splitlines():
+        if not line.startswith('#|'): break
+        k, _, v = line[2:].strip().partition(':')
+        out[k.strip()] = v.strip()
+    return out
+
+
+def normalise_text(s: str) -> str:
+    "What varies between runs and machines, made constant: absolute paths, memory addresses."
+    s = re.sub(r'(?:/[\w.+@-]+)*/site-packages/', '<site-packages>/', s)
+    s = s.replace(str(ROOT) + os.sep, '').replace(str(ROOT), '.')
+    s = re.sub(r'/tmp/[\w.-]*tmp[\w.-]+', '/tmp/tmp…', s)
+    return re.sub(r'\b0x[0-9a-fA-F]{6,}\b', '0x…', s)
+
+
+TQDM_LINE = re.compile(r'\r|\d+%\|| \d+/\d+ \[\d|it/s\]|s/it\]')
+
+
+def normalise_outputs(outputs):
+    "Merge consecutive stream outputs, drop progress-bar lines from stderr, normalise every text."
+    out = []
+    for o in outputs:
+        o = dict(o)
+        if o['output_type'] == 'stream':
+            text = ''.join(o['text'])
+            if o['name'] == 'stderr': text = ''.join(l for l in text.splitlines(True) if not TQDM_LINE.search(l))
+            if out and out[-1]['output_type'] == 'stream' and out[-1]['name'] == o['name']:
+                out[-1]['text'] += text
+                continue
+            o['text'] = text
+        elif 'data' in o:
+            o['data'] = {k: normalise_text(''.join(v)) if isinstance(v, (str, list)) and (k.startswith('text/') or k.endswith('+xml')) else v
+                         for k, v in o['data'].items()}
+        out.append(o)
+    for o in out:
+        if o['output_type'] == 'stream': o['text'] = normalise_text(o['text'])
+    return [o for o in out if not (o['output_type'] == 'stream' and not o['text'])]
+
+
+def canonical(nb: dict) -> str:
+    "The notebook's text exactly as `nbdev-clean` writes it (outputs kept, no execution counts or metadata)."
+    from fastcore.nbio import nb2str
+    from nbdev.clean import _nbdev_clean
+    cwd = os.getcwd()
+    os.chdir(ROOT)        # nbdev reads its configuration ([tool.nbdev]) from the project
+    try: _nbdev_clean(nb)
+    finally: os.chdir(cwd)
+    return nb2str(nb)
+
+
+def execute(path) -> str:
+    """Execute the notebook at `path` (cwd nbs/, the test environment, installed plugins not loaded) and return
+    its canonical text with normalised outputs. Raises RuntimeError naming the cell that failed."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=NB_CELL_TIMEOUT, kernel_name='python3', record_timing=False,
+                            resources={'metadata': {'path': str(NBS)}})
+    # the kernel's own stderr (its start-up warnings) stays off the console; cell errors still reach the outputs
+    with client.setup_kernel(env=test_env(IN_TEST='1'), cwd=str(NBS), stderr=subprocess.DEVNULL):
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != 'code': continue
+            if directives(cell).get('eval', '').lower() == 'false':
+                cell.outputs = []
+                continue
+            try: client.execute_cell(cell, i)
+            except CellExecutionError as e:
+                raise RuntimeError(f'{path.name}: cell {i} failed:\n{cell_head(cell)}\n{str(e).strip()[-1500:]}') from None
+            cell.outputs = nbformat.from_dict(normalise_outputs(cell.outputs))
+    d = json.loads(nbformat.writes(nb))
+    return canonical(d)
+
+
+def cell_head(cell, n=3):
+    return '\n'.join('    ' + l for l in ''.join(cell['source']).splitlines()[:n])
+
+
+def output_text(outputs):
+    "A readable rendering of a cell's outputs, for diffs."
+    lines = []
+    for o in outputs:
+        if o['output_type'] == 'stream': lines += [f'[{o["name"]}] ' + l for l in ''.join(o['text']).splitlines()]
+        elif o['output_type'] == 'error': lines.append(f'[error] {o["ename"]}: {o["evalue"]}')
+        else:
+            data = o.get('data', {})
+            key = 'text/plain' if 'text/plain' in data else next(iter(data), '')
+            for k in data:
+                if k != key: lines.append(f'[{k}] sha256 {hashlib.sha256(json.dumps(data[k]).encode()).hexdigest()[:12]}')
+            lines += [f'[{key}] ' + l for l in ''.join(data.get(key, '')).splitlines()]
+    return lines
+
+
+def first_difference(name, committed: str, fresh: str) -> str:
+    "Name the first cell whose committed outputs differ from a fresh execution, with a short diff."
+    a, b = json.loads(committed)['cells'], json.loads(fresh)['cells']
+    for i, (ca, cb) in enumerate(zip(a, b)):
+        if ca == cb: continue
+        diff = list(difflib.unified_diff(output_text(ca.get('outputs', [])), output_text(cb.get('outputs', [])),
+                                         'committed', 'now', n=1, lineterm=''))
+        more = f'\n    ... ({len(diff) - 16} more diff lines)' if len(diff) > 16 else ''
+        body = '\n'.join('    ' + l[:160] for l in diff[:16]) if diff else '    (same text, other metadata or formatting)'
+        return f'{name}: cell {i} has stale outputs:\n{cell_head(ca)}\n{body}{more}'
+    return f'{name}: stale (cells added or removed, or notebook formatting differs)'
+
+
+def static_problems(path) -> list[str]:
+    "What is wrong with a committed notebook without running it: size, remote assets, no outputs at all."
+    path, problems = Path(path), []
+    size = path.stat().st_size
+    if size > NB_MAX_BYTES: problems.append(f'{path.name}: {size / 1e6:.1f} MB, over the {NB_MAX_BYTES / 1e6:.0f} MB limit (chart bins, not events)')
+    cells = json.loads(path.read_text())['cells']
+    for i, c in enumerate(cells):
+        for o in c.get('outputs', []):
+            m = REMOTE_ASSET.search(json.dumps(o.get('data', {})))
+            if m:
+                problems.append(f'{path.name}: cell {i} output loads from another host ({m.group(0)!r}); charts must be inline SVG')
+                break
+    if not any(c.get('outputs') for c in cells):
+        problems.append(f'{path.name}: has no outputs at all (run `python3 tasks.py notebooks {path.name}` and commit it)')
+    return problems
+
+
+def nb_job(args):
+    "One notebook for the pool: (name, problem or None, seconds)."
+    path, write = args
+    t0 = time.monotonic()
+    try: fresh = execute(path)
+    except RuntimeError as e: return path.name, str(e), time.monotonic() - t0
+    committed = path.read_text()
+    if write:
+        if fresh != committed: path.write_text(fresh)
+        return path.name, None, time.monotonic() - t0
+    return path.name, None if fresh == committed else first_difference(path.name, committed, fresh), time.monotonic() - t0
+
+
+def notebook_paths(names):
+    paths = [NBS/Path(n).name for n in names] if names else sorted(NBS.glob('*.ipynb'))
+    missing = [p.name for p in paths if not p.exists()]
+    if missing: sys.exit(f'no such notebook in nbs/: {", ".join(missing)}')
+    return paths
+
+
+def run_notebooks(write: bool, names=()):
+    "Execute notebooks with NB_WORKERS processes; write them back (`write`) or fail on any stale output."
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    paths = notebook_paths(names)
+    problems = [] if write else [p for path in paths for p in static_problems(path)]
+    t0 = time.monotonic()
+    print(f'executing {len(paths)} notebook(s) with {NB_WORKERS} workers', flush=True)
+    with ProcessPoolExecutor(NB_WORKERS) as pool:
+        futures = [pool.submit(nb_job, (p, write)) for p in paths]
+        for f in as_completed(futures):
+            name, problem, secs = f.result()
+            print(f'  {"FAIL" if problem else "ok  "} {name} ({secs:.0f} s)', flush=True)
+            if problem: problems.append(problem)
+    step(f'{len(paths)} notebook(s) executed', t0)
+    if problems:
+        sys.exit('\n\n'.join(problems) + f'\n\n{len(problems)} notebook problem(s); '
+                 '`python3 tasks.py notebooks NB` re-executes a notebook and writes its outputs back')
+    print('ok: every notebook\'s committed outputs match a fresh execution' if not write else 'done: outputs written back', flush=True)
+
+
+def in_venv(task, *args):
+    "Run a task of this file with the venv's python (it needs nbclient and nbdev) in the test environment."
+    setup()
+    check(BIN/'python', __file__, task, *args, env=test_env())
+
+
+def notebooks(*names):
+    "Execute notebooks (default all) and write them back with normalised outputs in nbdev-clean's canonical form."
+    in_venv('_notebooks', 'write', *names)
+
+
+def check_notebooks(*names):
+    "Re-execute notebooks (default all) and fail, naming the notebook and its first stale cell, when an output changed."
+    in_venv('_notebooks', 'check', *names)
+
+
+def docs():
+    "Build the documentation site into _docs/ (docs/build.py: Sphinx + myst-nb, no network)."
+    setup()
+    if not (ROOT/'docs'/'build.py').exists(): sys.exit('docs/build.py is missing: no documentation site to build')
+    t0 = time.monotonic()
+    check(BIN/'python', ROOT/'docs'/'build.py', env=test_env())
+    step(f'site built into {ROOT/"_docs"}', t0)
 
 
 def test():
+    "Every check CI runs, in this order."
     setup()
     browser()
-    env = {**os.environ, 'CALIBKIT_QUIET': '1'}
     unchanged_by('nbdev-clean')
     unchanged_by('nbdev-export')
-    check(BIN/'nbdev-test', '--n-workers', '2', '--timing', env=env)
-    r = run(BIN/'python', '-m', 'pytest', 'tests', env=env)
+    check_notebooks()
+    docs()
+    r = run(BIN/'python', '-m', 'pytest', 'tests', env=test_env())
     if r.returncode == 5: sys.exit('pytest collected no tests: that is a failure here')
     sys.exit(r.returncode)
 
 
 def readme_text():
-    "README.md as rendered from nbs/index.ipynb: markdown cells as they are, code cells as python blocks."
-    cells = json.loads((ROOT/'nbs'/'index.ipynb').read_text())['cells']
+    "README.md as rendered from nbs/index.ipynb: markdown cells as they are, code cells as python blocks (outputs omitted)."
+    cells = json.loads((NBS/'index.ipynb').read_text())['cells']
     parts = []
     for c in cells:
         src = ''.join(c['source']).strip()
@@ -126,13 +406,15 @@ def demo():
 
 def samples():
     "Re-render every chart and table the study and tutorial notebooks write to sample_outputs/."
-    setup()
-    for nb in DEMO_NOTEBOOKS:
-        check(BIN/'nbdev-test', '--do-print', '--timing', ROOT/'nbs'/nb)
+    notebooks(*DEMO_NOTEBOOKS)
     print(f'done: charts and tables are in {ROOT/"sample_outputs"}')
 
 
+TASKS = {'setup': setup, 'test': test, 'demo': demo, 'samples': samples, 'readme': readme, 'docs': docs,
+         'notebooks': notebooks, 'check-notebooks': check_notebooks,
+         # internal: what `notebooks` and `check-notebooks` run inside .venv
+         '_notebooks': lambda mode, *names: run_notebooks(mode == 'write', names)}
+
 if __name__ == '__main__':
-    tasks = dict(setup=setup, test=test, demo=demo, samples=samples, readme=readme)
-    if len(sys.argv) != 2 or sys.argv[1] not in tasks: sys.exit(__doc__)
-    tasks[sys.argv[1]]()
+    if len(sys.argv) < 2 or sys.argv[1] not in TASKS or (sys.argv[2:] and 'notebooks' not in sys.argv[1]): sys.exit(__doc__)
+    TASKS[sys.argv[1]](*sys.argv[2:])

@@ -38,6 +38,7 @@ def package_dir() -> Path:
     import importlib.util
     return Path(importlib.util.find_spec('calibkit').origin).resolve().parent
 
+# %% ../nbs/00_config.ipynb #87d338c3
 def settings_path() -> Path | None:
     "The `settings.ini` in force: `$CALIBKIT_SETTINGS`, else the one beside the package, else None."
     env = os.environ.get('CALIBKIT_SETTINGS')
@@ -48,6 +49,7 @@ def settings_path() -> Path | None:
     p = package_dir().parent/'settings.ini'
     return p if p.is_file() else None
 
+# %% ../nbs/00_config.ipynb #1b05eec4
 def read_settings(path: str | Path | None = None) -> Settings:
     "Parse the `[calibkit]` section of `path` (default: `settings_path()`) into `Settings`."
     path = settings_path() if path is None else Path(path)
@@ -63,11 +65,13 @@ def read_settings(path: str | Path | None = None) -> Settings:
     except ValueError as e: raise ValueError(f'{path}: {e}') from None
     return Settings(**vals)
 
+# %% ../nbs/00_config.ipynb #424b5841
 @cache
 def settings() -> Settings:
     "The study defaults in force (read once per process)."
     return read_settings()
 
+# %% ../nbs/00_config.ipynb #5d2df389
 def default(name: str, value=None):
     "`value` if given, else the study default `name`: the idiom every public function uses."
     return getattr(settings(), name) if value is None else value

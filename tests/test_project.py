@@ -45,11 +45,10 @@ def test_readme_use_it_on_your_model_examples_run(tmp_path, monkeypatch):
     monkeypatch.setenv('CALIBKIT_QUIET', '1')
     blocks = re.findall(r'```(python|bash)\n(.*?)```', readme_section('Use it on your model'), re.S)
     assert [k for k, _ in blocks].count('bash') >= 2 and [k for k, _ in blocks].count('python') >= 3
-    ns = {}
     exe = str(Path(sys.executable).parent/'calibkit')
     for kind, code in blocks:
         if kind == 'python':
-            exec(compile(code, 'README.md', 'exec'), ns)
+            exec(compile(code, 'README.md', 'exec'), {})      # each block on its own (fresh namespace)
             continue
         for line in code.splitlines():
             cmd = shlex.split(line, comments=True)
@@ -61,3 +60,45 @@ def test_readme_use_it_on_your_model_examples_run(tmp_path, monkeypatch):
         assert (tmp_path/out/'report.html').is_file(), out
     groups = (tmp_path/'tfg'/'groups.csv').read_text()
     assert 'after' in groups and 'before' in groups
+
+
+def test_readme_quick_start_blocks_run_on_their_own(tmp_path, monkeypatch):
+    "Every python block of the Quick start runs in a fresh namespace (none needs a name from an earlier one)."
+    import re
+    monkeypatch.chdir(tmp_path)
+    blocks = re.findall(r'```python\n(.*?)```', readme_section('Quick start'), re.S)
+    assert len(blocks) >= 3
+    results = []
+    for code in blocks:
+        *body, last = code.rstrip().split('\n')
+        ns = {}
+        exec(compile('\n'.join(body), 'README.md', 'exec'), ns)
+        results.append(eval(compile(last, 'README.md', 'eval'), ns))
+    assert any(type(r).__module__.startswith('altair') for r in results), 'the Quick start draws a reliability diagram'
+
+
+def test_readme_says_what_the_commands_do():
+    text = (ROOT/'README.md').read_text()
+    for needed in ("installs Debian's `chromium`", '.venv/apt.log', '.venv/setup.log', 'python3 tasks.py docs', '`_docs/`',
+                   'Sphinx with myst-nb', 'Quarto', 'calibkit/data/', 'python3 tasks.py notebooks', '| `parquet` |', '| `studies` |'):
+        assert needed in text, needed
+    assert 'data/README.md' not in text.replace('calibkit/data/README.md', '')
+
+
+def test_torch_pin_is_a_development_constraint_not_package_metadata():
+    tomllib = pytest.importorskip("tomllib")   # Python >= 3.11
+    project = tomllib.loads((ROOT/'pyproject.toml').read_text())['project']
+    deps = project['dependencies'] + [d for ds in project['optional-dependencies'].values() for d in ds]
+    assert not [d for d in deps if '==' in d], 'exact pins belong to tasks.py (DEV_CONSTRAINTS)'
+    assert 'torch==2.13.0' in tasks.DEV_CONSTRAINTS
+    assert any(d.startswith('torch>=') for d in project['optional-dependencies']['hf'])
+
+
+def test_test_runs_see_the_example_plugin_and_the_demo_does_not():
+    import os
+    env = tasks.test_env()
+    assert env['PYTHONPATH'].split(os.pathsep)[0] == str(tasks.TESTPLUGINS)
+    assert env['CALIBKIT_QUIET'] == '1' and env['PYTHONHASHSEED'] == '0' and env['TZ'] == 'UTC'
+    # pytest itself runs in the test environment; what matters is that `demo` does not use it
+    import inspect
+    assert 'test_env' not in inspect.getsource(tasks.demo)

@@ -1,0 +1,108 @@
+"""The notebooks as readers see them: committed executed, deterministic, self-contained, in fastcore's rhythm.
+
+The staleness check itself (every notebook re-executed and compared with its committed outputs) is a step
+of `python3 tasks.py test`; here are its building blocks, tested, and the properties of the committed files.
+"""
+import json, os, re, sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+import tasks  # noqa: E402  (tasks.py at the top of the repository: the runner that executes the notebooks)
+
+NOTEBOOKS = sorted((ROOT/'nbs').glob('*.ipynb'))
+FAST = ['00_config.ipynb', '01_events.ipynb', '02_binning.ipynb']
+
+
+def cells(path):
+    return json.loads(path.read_text())['cells']
+
+
+def is_export(cell):
+    return cell['cell_type'] == 'code' and re.match(r'#\|\s*export', ''.join(cell['source']).lstrip()) is not None
+
+
+def imports_only(cell):
+    lines = [l for l in ''.join(cell['source']).splitlines() if l.strip() and not l.lstrip().startswith('#')]
+    return bool(lines) and all(re.match(r'\s*(import|from)\s', l) for l in lines)
+
+
+def test_export_cells_are_followed_by_their_example():
+    "fastcore's rhythm: >= 80% of exported definitions are followed at once by a (non-exported) example or test cell."
+    followed, lonely = 0, []
+    for path in NOTEBOOKS:
+        cs = cells(path)
+        for i, c in enumerate(cs):
+            if not is_export(c) or imports_only(c): continue
+            nxt = cs[i + 1] if i + 1 < len(cs) else None
+            if nxt is not None and nxt['cell_type'] == 'code' and not is_export(nxt): followed += 1
+            else: lonely.append(f'{path.name} cell {i}')
+    total = followed + len(lonely)
+    assert total > 0
+    assert followed / total >= 0.8, f'{followed}/{total} export cells followed by an example; without: {lonely[:20]}'
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_cites_no_file_outside_the_repository(path):
+    text = path.read_text()
+    for bad in ('METHODS.md', '/work/shared'):
+        assert bad not in text, f'{path.name} mentions {bad}: cite the paper (authors, year, section)'
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_committed_executed_small_and_offline(path):
+    assert tasks.static_problems(path) == []
+
+
+def nb(*code_cells):
+    return {'cells': [{'cell_type': 'code', 'id': f'c{i}', 'metadata': {}, 'source': src, 'outputs': outs, 'execution_count': None}
+                      for i, (src, outs) in enumerate(code_cells)], 'metadata': {}, 'nbformat': 4, 'nbformat_minor': 5}
+
+
+def test_static_problems_catch_size_remote_assets_and_no_outputs(tmp_path):
+    p = tmp_path/'x.ipynb'
+    p.write_text(json.dumps(nb(('1', []))))
+    assert tasks.static_problems(p) == ['x.ipynb: has no outputs at all (run `python3 tasks.py notebooks x.ipynb` and commit it)']
+    html = {'output_type': 'display_data', 'metadata': {}, 'data': {'text/html': '<script src="https://cdn.jsdelivr.net/npm/vega@5"></script>'}}
+    p.write_text(json.dumps(nb(('1', []), ('chart', [html]))))
+    (problem,) = tasks.static_problems(p)
+    assert problem.startswith('x.ipynb: cell 1 output loads from another host')
+    svg = {'output_type': 'display_data', 'metadata': {}, 'data': {'image/svg+xml': '<svg>' + 'x' * tasks.NB_MAX_BYTES + '</svg>'}}
+    p.write_text(json.dumps(nb(('chart', [svg]))))
+    (problem,) = tasks.static_problems(p)
+    assert problem.startswith('x.ipynb: 2.0 MB, over the 2 MB limit')
+
+
+def test_outputs_are_normalised():
+    root = str(tasks.ROOT)
+    outs = [{'output_type': 'stream', 'name': 'stderr', 'text': 'bins: 100%|██████████| 10/10 [00:00<00:00, 99.1it/s]\n'},
+            {'output_type': 'stream', 'name': 'stdout', 'text': f'wrote {root}/sample_outputs/x.svg\n'},
+            {'output_type': 'stream', 'name': 'stdout', 'text': 'at <object at 0x7f3a2b1c0d90>\n'},
+            {'output_type': 'execute_result', 'execution_count': 3, 'metadata': {},
+             'data': {'text/plain': '/usr/lib/python3/site-packages/x.py:3: UserWarning'}}]
+    got = tasks.normalise_outputs(outs)
+    assert got == [{'output_type': 'stream', 'name': 'stdout', 'text': 'wrote sample_outputs/x.svg\nat <object at 0x…>\n'},
+                   {'output_type': 'execute_result', 'execution_count': 3, 'metadata': {},
+                    'data': {'text/plain': '<site-packages>/x.py:3: UserWarning'}}]
+
+
+def test_stale_output_names_the_notebook_and_first_differing_cell():
+    out = lambda t: [{'output_type': 'execute_result', 'execution_count': None, 'metadata': {}, 'data': {'text/plain': t}}]
+    committed = json.dumps(nb(('a = 1\na', out('1')), ('b = 2\nb', out('2')), ('c', out('3'))))
+    fresh = json.dumps(nb(('a = 1\na', out('1')), ('b = 2\nb', out('20')), ('c', out('30'))))
+    msg = tasks.first_difference('x.ipynb', committed, fresh)
+    assert msg.splitlines()[0] == 'x.ipynb: cell 1 has stale outputs:'
+    assert '    b = 2' in msg and '-[text/plain] 2' in msg and '+[text/plain] 20' in msg and '30' not in msg
+
+
+def test_executing_twice_gives_identical_notebooks():
+    "Outputs are deterministic: two executions of the fast notebooks give byte-identical files, in nbdev-clean's form."
+    paths = [ROOT/'nbs'/n for n in FAST]
+    with ProcessPoolExecutor(2) as pool:
+        first, second = list(pool.map(tasks.execute, paths)), list(pool.map(tasks.execute, paths))
+    for path, a, b in zip(paths, first, second):
+        assert a == b, tasks.first_difference(path.name, a, b)
+        assert any(c.get('outputs') for c in json.loads(a)['cells']), path.name
+        assert re.search(r'"execution_count": [0-9]', a) is None and str(ROOT) not in a
