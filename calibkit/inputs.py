@@ -87,37 +87,42 @@ def _check_frame(df: pd.DataFrame, path, kind) -> pd.DataFrame:
 _NA_TEXT = ['', '#N/A', 'N/A', 'NA', 'NULL', 'NaN', 'None', 'n/a', 'nan', 'null', '-NaN', '-nan']   # pandas' default NA words
 
 def _read_csv(path: Path) -> pd.DataFrame:
-    text = read_text(path)
+    text = read_text(path)                               # checks the encoding, names a bad byte's line
     sep = '\t' if path.suffix.lower() == '.tsv' else ','
-    header = next(csv.reader(io.StringIO(text), delimiter=sep), [])
+    header = next(csv.reader(io.StringIO(text[:1 << 16]), delimiter=sep), [])
     dup = sorted({c for c in header if header.count(c) > 1})
     if dup: raise InputError(f'{path}: line 1: column(s) {dup} appear more than once in the header; keep one of each')
-    return pd.read_csv(io.StringIO(text), sep=sep, dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False,
+    return pd.read_csv(path, sep=sep, encoding='utf-8-sig', dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False,
                        na_values={c: _NA_TEXT for c in header if c not in TEXT_COLUMNS})
 
 _JSONL_HINT = 'expected JSON Lines: one object per line, like {"conf": 0.9, "correct": 1, "label": "N"}'
 
-def _jsonl_problem(path: Path, text: str) -> InputError:
-    "Why pandas could not read `text` as JSON Lines: the shape of a whole JSON document, or the first bad line."
+def _jsonl_records(path: Path, text: str) -> list[dict]:
+    "The objects of JSON Lines `text`: one C-level parse of the whole file; line by line only to skip blank lines or name an error."
+    try:
+        recs = json.loads('[' + text.strip().replace('\n', ',') + ']')
+        if set(map(type, recs)) <= {dict}: return recs
+    except json.JSONDecodeError: pass
     try: doc = json.loads(text)
     except json.JSONDecodeError: doc = None
     if isinstance(doc, dict) and any(isinstance(v, list) for v in doc.values()):
-        return InputError(f'{path}: column-oriented JSON (an object of lists); {_JSONL_HINT}')
+        raise InputError(f'{path}: column-oriented JSON (an object of lists); {_JSONL_HINT}')
+    recs = []
     for i, line in enumerate(text.split('\n'), 1):
         if not line.strip(): continue
         try: rec = json.loads(line)
         except json.JSONDecodeError as e:
-            if doc is not None: return InputError(f'{path}: one JSON document over several lines; {_JSONL_HINT}')
-            return InputError(f'{path}: line {i}, column {e.colno}: invalid JSON ({e.msg})')
-        if not isinstance(rec, dict): return InputError(f'{path}: line {i}: expected a JSON object, got {type(rec).__name__}')
-    return InputError(f'{path}: cannot read as JSON Lines; {_JSONL_HINT}')
+            if doc is not None: raise InputError(f'{path}: one JSON document over several lines; {_JSONL_HINT}') from None
+            raise InputError(f'{path}: line {i}, column {e.colno}: invalid JSON ({e.msg})') from None
+        if not isinstance(rec, dict): raise InputError(f'{path}: line {i}: expected a JSON object, got {type(rec).__name__}')
+        recs.append(rec)
+    return recs
 
 def _read_jsonl(path: Path) -> pd.DataFrame:
     text = read_text(path)
     if text.lstrip().startswith('['): raise InputError(f'{path}: a JSON array; {_JSONL_HINT}')
-    try: df = pd.read_json(io.StringIO(text), lines=True, dtype=False, precise_float=True)
-    except (ValueError, TypeError): raise _jsonl_problem(path, text) from None
-    nested = [c for c in ('conf', 'correct') if c in df.columns and df[c].map(type).isin([list, dict]).any()]
+    df = pd.DataFrame(_jsonl_records(path, text))
+    nested = [c for c in ('conf', 'correct') if c in df.columns and df[c].dtype == object and df[c].map(type).isin([list, dict]).any()]
     if nested: raise InputError(f'{path}: column-oriented JSON ({nested[0]!r} holds a list); {_JSONL_HINT}')
     return df
 
