@@ -214,7 +214,7 @@ def test_npz_labels_are_text(tmp_path):
 # ---------------------------------------------------------------- size
 
 def test_a_large_csv_and_jsonl_read_fast_enough(tmp_path):
-    "10⁵ rows (the 10⁶ measurement is in the report): vectorised, a second or two at most on a shared machine."
+    "10⁵ rows (the 10⁶ measurement is in the report): vectorised, well under a second when the machine is idle."
     import time
     n = 100_000
     rng = np.random.default_rng(0)
@@ -222,5 +222,5 @@ def test_a_large_csv_and_jsonl_read_fast_enough(tmp_path):
     df.to_csv(tmp_path/'big.csv', index=False); df.to_json(tmp_path/'big.jsonl', orient='records', lines=True)
     for name in ('big.csv', 'big.jsonl'):
         t = time.perf_counter(); ev = read_events(tmp_path/name)
-        assert time.perf_counter() - t < 10
+        assert time.perf_counter() - t < 30                 # generous: the machine is shared; a per-row loop takes minutes
         assert ev.label.tolist() == df.label.tolist()
