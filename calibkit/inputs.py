@@ -55,10 +55,15 @@ def _as_text(s: pd.Series, path, kind, col) -> pd.Series:
     if pd.api.types.infer_dtype(s, skipna=False) == 'string': return s.astype(str)
     return s.map(lambda v: v if isinstance(v, str) else json.dumps(v) if isinstance(v, bool) else str(v)).astype(str)
 
+def _check_unique(path, names, where: str = '') -> None:
+    "Refuse repeated column names (pandas would rename the second `conf` to `conf.1` without a word)."
+    names = list(names)
+    dup = sorted({str(c) for c in names if names.count(c) > 1})
+    if dup: raise InputError(f'{path}: {where}column(s) {dup} appear more than once; keep one of each')
+
 def _check_frame(df: pd.DataFrame, path, kind) -> pd.DataFrame:
     "Validate an events table read from `path`; return it with `conf` float, `correct` uint8 and text labels/items."
-    dup = df.columns[df.columns.duplicated()].unique().tolist()
-    if dup: raise InputError(f'{path}: column(s) {dup} appear more than once; keep one of each')
+    _check_unique(path, df.columns)
     missing = [c for c in ('conf', 'correct') if c not in df.columns]
     if missing:
         raise InputError(f'{path}: missing column(s) {missing}; found {list(df.columns)}. '
@@ -90,8 +95,7 @@ def _read_csv(path: Path) -> pd.DataFrame:
     text = read_text(path)                               # checks the encoding, names a bad byte's line
     sep = '\t' if path.suffix.lower() == '.tsv' else ','
     header = next(csv.reader(io.StringIO(text[:1 << 16]), delimiter=sep), [])
-    dup = sorted({c for c in header if header.count(c) > 1})
-    if dup: raise InputError(f'{path}: line 1: column(s) {dup} appear more than once in the header; keep one of each')
+    _check_unique(path, header, 'line 1: ')
     return pd.read_csv(path, sep=sep, encoding='utf-8-sig', dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False,
                        na_values={c: _NA_TEXT for c in header if c not in TEXT_COLUMNS})
 
@@ -128,6 +132,7 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
 
 def _read_parquet(path: Path) -> pd.DataFrame:
     pq = require('pyarrow.parquet', 'parquet', 'reading Parquet files')
+    _check_unique(path, pq.read_schema(path).names)
     return pq.read_table(path).to_pandas()
 
 def read_events(path) -> pd.DataFrame:

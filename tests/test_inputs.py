@@ -122,7 +122,7 @@ def test_boolean_conf_refused(tmp_path):
 @pytest.mark.parametrize('col', ['conf', 'correct'])
 def test_duplicated_column_refused(tmp_path, col):
     p = write(tmp_path/'d.csv', f'conf,correct,{col}\n.9,1,0\n')
-    assert error(lambda: read_events(p)) == f"{p}: line 1: column(s) ['{col}'] appear more than once in the header; keep one of each"
+    assert error(lambda: read_events(p)) == f"{p}: line 1: column(s) ['{col}'] appear more than once; keep one of each"
     p = write(tmp_path/'d.tsv', f'conf\tcorrect\t{col}\n.9\t1\t0\n')
     assert f"['{col}'] appear more than once" in error(lambda: read_events(p))
 
@@ -224,3 +224,19 @@ def test_a_large_csv_and_jsonl_read_fast_enough(tmp_path):
         t = time.perf_counter(); ev = read_events(tmp_path/name)
         assert time.perf_counter() - t < 30                 # generous: the machine is shared; a per-row loop takes minutes
         assert ev.label.tolist() == df.label.tolist()
+
+
+def test_parquet_without_pyarrow_names_the_extra(tmp_path, monkeypatch):
+    import sys
+    p = tmp_path/'e.parquet'
+    pd.DataFrame({'conf': [.9], 'correct': [1]}).to_parquet(p)
+    monkeypatch.setitem(sys.modules, 'pyarrow.parquet', None)      # import pyarrow.parquet now fails
+    with pytest.raises(ImportError) as info: read_events(p)
+    assert str(info.value) == "reading Parquet files needs pyarrow: pip install 'calibkit[parquet]'"
+
+
+def test_repeated_parquet_column_refused(tmp_path):
+    import pyarrow as pa, pyarrow.parquet as pq
+    p = tmp_path/'d.parquet'
+    pq.write_table(pa.table([pa.array([.9]), pa.array([1]), pa.array([.1])], names=['conf', 'correct', 'conf']), p)
+    assert error(lambda: read_events(p)) == f"{p}: column(s) ['conf'] appear more than once; keep one of each"
