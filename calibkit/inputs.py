@@ -4,13 +4,14 @@
 
 # %% ../nbs/61_inputs.ipynb #190e6fb4
 from __future__ import annotations
-import json
+import csv, io, json, warnings, zipfile
 from pathlib import Path
 import numpy as np, pandas as pd
+from .config import require
 from .events import events_from_scores
 
 # %% auto #0
-__all__ = ['EVENT_SUFFIXES', 'InputError', 'read_events', 'read_scores', 'read_counts']
+__all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'InputError', 'read_text', 'read_events', 'read_scores', 'read_counts']
 
 # %% ../nbs/61_inputs.ipynb #1010555a
 class InputError(ValueError):
@@ -18,12 +19,24 @@ class InputError(ValueError):
 
 EVENT_SUFFIXES = {'.csv': 'csv', '.tsv': 'csv', '.parquet': 'parquet', '.pq': 'parquet',
                   '.jsonl': 'jsonl', '.json': 'jsonl', '.ndjson': 'jsonl'}
+TEXT_COLUMNS = ('label', 'item')   # read as the exact text in the file, never as numbers or missing values
 
 def _where(kind: str, idx) -> str:
     "Location of row `idx` of a frame read from a file of `kind`."
     if kind == 'csv': return f'line {idx + 2}'
     if kind == 'jsonl': return f'line {idx + 1}'
     return f'row {idx}'
+
+# %% ../nbs/61_inputs.ipynb #c78162af
+def read_text(path) -> str:
+    "The text of a UTF-8 file (a leading byte-order mark dropped); other bytes raise an `InputError` naming `file:line`."
+    data = Path(path).read_bytes()
+    try: return data.decode('utf-8-sig')
+    except UnicodeDecodeError as e:
+        line = data.count(b'\n', 0, e.start) + 1
+        col = e.start - data.rfind(b'\n', 0, e.start)
+        raise InputError(f'{path}: line {line}, column {col}: byte {data[e.start]:#04x} is not UTF-8 '
+                         f'(save the file as UTF-8)') from None
 
 # %% ../nbs/61_inputs.ipynb #89385fa8
 def _first_bad(path, kind, col, mask, series, what) -> InputError:
@@ -35,13 +48,30 @@ def _first_bad(path, kind, col, mask, series, what) -> InputError:
     return InputError(f'{path}: column {col!r}, {_where(kind, series.index[first])}: {v!r} '
                       f'{what}' + (f' ({len(bad)} such values in all)' if len(bad) > 1 else ''))
 
+def _as_text(s: pd.Series, path, kind, col) -> pd.Series:
+    "Column `col` as text: strings unchanged, numbers by Python's `str` (7 → '7', 1.5 → '1.5'); missing values refused."
+    miss = s.isna()
+    if miss.any(): raise _first_bad(path, kind, col, miss, s, 'is missing (null): every label and item needs a value')
+    if pd.api.types.infer_dtype(s, skipna=False) == 'string': return s.astype(str)
+    return s.map(lambda v: v if isinstance(v, str) else json.dumps(v) if isinstance(v, bool) else str(v)).astype(str)
+
+def _check_unique(path, names, where: str = '') -> None:
+    "Refuse repeated column names (pandas would rename the second `conf` to `conf.1` without a word)."
+    names = list(names)
+    dup = sorted({str(c) for c in names if names.count(c) > 1})
+    if dup: raise InputError(f'{path}: {where}column(s) {dup} appear more than once; keep one of each')
+
 def _check_frame(df: pd.DataFrame, path, kind) -> pd.DataFrame:
-    "Validate an events table read from `path`; return it with `conf` float and `correct` uint8."
+    "Validate an events table read from `path`; return it with `conf` float, `correct` uint8 and text labels/items."
+    _check_unique(path, df.columns)
     missing = [c for c in ('conf', 'correct') if c not in df.columns]
     if missing:
         raise InputError(f'{path}: missing column(s) {missing}; found {list(df.columns)}. '
                          f'An events file needs conf (0..1) and correct (0/1)')
     if df.empty: raise InputError(f'{path}: no events (the file has a header but no rows)')
+    c = df['conf']
+    isbool = c.map(type).eq(bool) if c.dtype == object else pd.Series(pd.api.types.is_bool_dtype(c), c.index)
+    if isbool.any(): raise _first_bad(path, kind, 'conf', isbool, c, 'is a boolean; conf must be a probability in [0, 1]')
     conf = pd.to_numeric(df['conf'], errors='coerce')
     if conf.isna().any():
         blank = df['conf'].isna()
@@ -55,19 +85,55 @@ def _check_frame(df: pd.DataFrame, path, kind) -> pd.DataFrame:
     num = pd.to_numeric(corr, errors='coerce')
     bad = ~num.isin([0, 1])
     if bad.any(): raise _first_bad(path, kind, 'correct', bad, df['correct'], 'is not 0/1 or true/false')
-    return df.assign(conf=conf.astype(np.float64), correct=num.astype(np.uint8))
+    text = {c: _as_text(df[c], path, kind, c) for c in TEXT_COLUMNS if c in df.columns}
+    return df.assign(conf=conf.astype(np.float64), correct=num.astype(np.uint8), **text)
 
 # %% ../nbs/61_inputs.ipynb #3dfec23b
+_NA_TEXT = ['', '#N/A', 'N/A', 'NA', 'NULL', 'NaN', 'None', 'n/a', 'nan', 'null', '-NaN', '-nan']   # pandas' default NA words
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    text = read_text(path)                               # checks the encoding, names a bad byte's line
+    sep = '\t' if path.suffix.lower() == '.tsv' else ','
+    header = next(csv.reader(io.StringIO(text[:1 << 16]), delimiter=sep), [])
+    _check_unique(path, header, 'line 1: ')
+    return pd.read_csv(path, sep=sep, encoding='utf-8-sig', dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False,
+                       na_values={c: _NA_TEXT for c in header if c not in TEXT_COLUMNS})
+
+_JSONL_HINT = 'expected JSON Lines: one object per line, like {"conf": 0.9, "correct": 1, "label": "N"}'
+
+def _jsonl_records(path: Path, text: str) -> list[dict]:
+    "The objects of JSON Lines `text`: one C-level parse of the whole file; line by line only to skip blank lines or name an error."
+    try:
+        recs = json.loads('[' + text.strip().replace('\n', ',') + ']')
+        if set(map(type, recs)) <= {dict}: return recs
+    except json.JSONDecodeError: pass
+    try: doc = json.loads(text)
+    except json.JSONDecodeError: doc = None
+    if isinstance(doc, dict) and any(isinstance(v, list) for v in doc.values()):
+        raise InputError(f'{path}: column-oriented JSON (an object of lists); {_JSONL_HINT}')
+    recs = []
+    for i, line in enumerate(text.split('\n'), 1):
+        if not line.strip(): continue
+        try: rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            if doc is not None: raise InputError(f'{path}: one JSON document over several lines; {_JSONL_HINT}') from None
+            raise InputError(f'{path}: line {i}, column {e.colno}: invalid JSON ({e.msg})') from None
+        if not isinstance(rec, dict): raise InputError(f'{path}: line {i}: expected a JSON object, got {type(rec).__name__}')
+        recs.append(rec)
+    return recs
+
 def _read_jsonl(path: Path) -> pd.DataFrame:
-    try: return pd.read_json(path, lines=True)
-    except ValueError:
-        with open(path) as f:                          # find the line pandas could not parse
-            for i, line in enumerate(f, 1):
-                if not line.strip(): continue
-                try: rec = json.loads(line)
-                except json.JSONDecodeError as e: raise InputError(f'{path}: line {i}, column {e.colno}: invalid JSON ({e.msg})') from None
-                if not isinstance(rec, dict): raise InputError(f'{path}: line {i}: expected a JSON object, got {type(rec).__name__}')
-        raise
+    text = read_text(path)
+    if text.lstrip().startswith('['): raise InputError(f'{path}: a JSON array; {_JSONL_HINT}')
+    df = pd.DataFrame(_jsonl_records(path, text))
+    nested = [c for c in ('conf', 'correct') if c in df.columns and df[c].dtype == object and df[c].map(type).isin([list, dict]).any()]
+    if nested: raise InputError(f'{path}: column-oriented JSON ({nested[0]!r} holds a list); {_JSONL_HINT}')
+    return df
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    pq = require('pyarrow.parquet', 'parquet', 'reading Parquet files')
+    _check_unique(path, pq.read_schema(path).names)
+    return pq.read_table(path).to_pandas()
 
 def read_events(path) -> pd.DataFrame:
     "An events frame from a CSV/TSV, Parquet or JSON Lines file with columns `conf`, `correct` (+ `label`, `item`, ...)."
@@ -77,48 +143,74 @@ def read_events(path) -> pd.DataFrame:
     if kind is None:
         raise InputError(f'{path}: unknown file type {path.suffix!r}; events files are '
                          f'{sorted(EVENT_SUFFIXES)}, score matrices .npz')
-    try:
-        if kind == 'csv': df = pd.read_csv(path, sep='\t' if path.suffix.lower() == '.tsv' else ',')
-        elif kind == 'parquet': df = pd.read_parquet(path)
-        else: df = _read_jsonl(path)
-    except InputError: raise
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError, ValueError, ImportError) as e:
+    read = {'csv': _read_csv, 'jsonl': _read_jsonl, 'parquet': _read_parquet}[kind]
+    try: df = read(path)
+    except (InputError, ImportError): raise
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as e:
         raise InputError(f'{path}: cannot read as {kind}: {str(e).strip().splitlines()[0]}') from None
     return _check_frame(df, path, kind)
 
 # %% ../nbs/61_inputs.ipynb #5365367b
-def read_scores(path, *, threshold: float = 0.0) -> pd.DataFrame:
+def _npz(path: Path) -> dict:
+    "The arrays of an `.npz` archive, or one line saying what else the file is."
+    with open(path, 'rb') as f: head = f.read(6)
+    if head == b'\x93NUMPY':
+        raise InputError(f'{path}: holds a single .npy array, not an .npz archive: save scores and gold together '
+                         f'with numpy.savez("{path.with_suffix(".npz").name}", scores=scores, gold=gold)')
+    if not head.startswith(b'PK'):
+        raise InputError(f'{path}: not an .npz archive (a zip of .npy arrays); the file starts with {head!r}')
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            out = {}
+            for k in z.files:
+                try: out[k] = z[k]
+                except ValueError: raise InputError(f'{path}: array {k!r} holds Python objects (dtype=object), which '
+                                                    f'calibkit does not unpickle; save a numeric or string array') from None
+            return out
+    except InputError: raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e: raise InputError(f'{path}: cannot read as .npz: {e}') from None
+
+def read_scores(path, *, threshold: float = 0.0, atol: float = 1e-4) -> pd.DataFrame:
     "Marginal events from an `.npz` holding `scores` (n×K), `gold` (n ids) and optionally `labels` (K names)."
     path = Path(path)
     if path.suffix.lower() == '.npy':
         raise InputError(f'{path}: a .npy file holds one array, but the gold labels are needed too: '
                          f'save both with numpy.savez("{path.with_suffix(".npz").name}", scores=scores, gold=gold)')
-    try: z = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e: raise InputError(f'{path}: cannot read as .npz: {e}') from None
-    missing = [k for k in ('scores', 'gold') if k not in z.files]
-    if missing: raise InputError(f'{path}: missing array(s) {missing}; found {z.files}')
-    labels = z['labels'].tolist() if 'labels' in z.files else None
-    try: return events_from_scores(z['scores'], z['gold'], threshold=threshold, labels=labels)
+    if not path.is_file(): raise InputError(f'{path}: no such file')
+    z = _npz(path)
+    missing = [k for k in ('scores', 'gold') if k not in z]
+    if missing: raise InputError(f'{path}: missing array(s) {missing}; found {sorted(z)}')
+    s = z['scores']
+    k = s.shape[1] if s.ndim == 2 else 0
+    labels = [str(v) for v in (z['labels'].tolist() if 'labels' in z else range(k))]
+    try: ev = events_from_scores(s, z['gold'], threshold=threshold, labels=labels)
     except (ValueError, TypeError) as e: raise InputError(f'{path}: {e}') from None
+    dev = np.abs(s.sum(axis=1, dtype=np.float64) - 1)
+    off = dev > atol
+    if off.any():
+        warnings.warn(f'{path}: {int(off.sum())} of {len(s)} score rows do not sum to 1 (largest deviation '
+                      f'{dev.max():.3g}); softmax probabilities were expected, the scores are used as given', stacklevel=2)
+    return ev
 
 # %% ../nbs/61_inputs.ipynb #8b164885
 def read_counts(path) -> pd.Series:
-    "Training tag counts (label → count) from CSV (`label,count`) or a JSON object."
+    "Training tag counts (label → count) from CSV (`label,count`) or a JSON object; labels are kept as the exact text."
     path = Path(path)
     if not path.is_file(): raise InputError(f'{path}: no such file')
+    text = read_text(path)
     try:
         if path.suffix.lower() == '.json':
-            d = json.loads(path.read_text())
+            d = json.loads(text)
             if not isinstance(d, dict): raise InputError(f'{path}: expected a JSON object tag -> count')
             s = pd.Series(d, dtype=object)
         else:
-            df = pd.read_csv(path, header=None, dtype=str)
+            df = pd.read_csv(io.StringIO(text), header=None, dtype=str, keep_default_na=False)
             if df.shape[1] != 2: raise InputError(f'{path}: expected two columns (label, count), found {df.shape[1]}')
             if str(df.iloc[0, 1]).strip().lower() == 'count': df = df.iloc[1:]
             s = pd.Series(df[1].to_numpy(), index=df[0].to_numpy(), dtype=object)
-    except (json.JSONDecodeError, pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise InputError(f'{path}: cannot read counts: {e}') from None
-    num = pd.to_numeric(s, errors='coerce')
+    except (json.JSONDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise InputError(f'{path}: cannot read counts: {str(e).strip().splitlines()[0]}') from None
+    num = pd.to_numeric(s.replace('', None), errors='coerce')
     bad = num.isna() | (num < 0) | (num != np.round(num))
     if bad.any():
         raise InputError(f'{path}: count for label {s.index[bad][0]!r} is {s[bad].iloc[0]!r}, '

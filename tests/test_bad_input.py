@@ -257,3 +257,76 @@ def test_no_metric_returns_nan_on_edge_data(case):
     bad = {k: v for k, v in vals.items() if not math.isfinite(v)}
     assert not bad, f'non-finite results: {bad}'
     assert len(vals) == 37 - (case == 'single event')   # every metric ran (a single event has one gmce group)
+
+
+# ---------------------------------------------------------------- file readers: one line naming file:line
+# (events/scores/counts files are covered in test_inputs.py; these are the dataset and model-output readers)
+
+from pathlib import Path
+from calibkit.datasets.conll import read_conll, text_lines
+from calibkit.datasets.coref import read_conll2012_coref
+from calibkit.datasets.ud import read_conllu
+from calibkit.extractors.seq2seq import read_calibration_metric_logits
+
+LOGITS = Path(__file__).resolve().parent.parent/'calibkit'/'data'/'calibration_metric'/'dev_two.logits'
+UD_ROW = '1\tcaf\xe9\tx\tX\tXX\t_\t0\troot\t_\t_\n'
+COREF = '#begin document (d); part 0\nd 0 0 caf\xe9 (1)\n#end document\n'
+
+LATIN1 = {   # reader, file name, text written as Latin-1, expected message after the path
+    'conll': (read_conll, 'x.conll', 'a\tD\ncaf\xe9\tN\n', ':2: byte 0xe9 at column 4 is not UTF-8 (save the file as UTF-8)'),
+    'conllu': (read_conllu, 'x.conllu', '# sent_id = s\n' + UD_ROW, ':2: byte 0xe9 at column 6 is not UTF-8'),
+    'conll2012': (read_conll2012_coref, 'x.conll', COREF, ':2: byte 0xe9 at column 10 is not UTF-8'),
+    'logits': (read_calibration_metric_logits, 'x.logits', '{"labels": "caf\xe9"}\n', ':1: byte 0xe9 at column 16 is not UTF-8'),
+}
+
+@pytest.mark.parametrize('case', LATIN1)
+def test_readers_name_file_and_line_of_non_utf8_bytes(tmp_path, case):
+    read, name, text, msg = LATIN1[case]
+    p = tmp_path/name
+    p.write_bytes(text.encode('latin-1'))
+    with pytest.raises(ValueError) as info: read(p)
+    assert str(info.value).startswith(f'{p}{msg}') and '\n' not in str(info.value)
+
+
+BOM = {
+    'conll': (read_conll, 'x.conll', 'a\tD\n', lambda r: r.tokens == [['a']]),
+    'conllu': (read_conllu, 'x.conllu', '# sent_id = s\n' + UD_ROW.replace('\xe9', 'e'), lambda r: r[0].sent_id == 's'),
+    'conll2012': (read_conll2012_coref, 'x.conll', COREF.replace('\xe9', 'e'), lambda r: r[0].name == 'd'),
+    'logits': (read_calibration_metric_logits, 'x.logits', LOGITS.read_text(encoding='utf-8'), lambda r: len(r) == 214),
+}
+
+@pytest.mark.parametrize('case', BOM)
+def test_readers_accept_a_byte_order_mark(tmp_path, case):
+    read, name, text, ok = BOM[case]
+    p = tmp_path/name
+    p.write_bytes(b'\xef\xbb\xbf' + text.encode('utf-8'))
+    assert ok(read(p))
+
+
+def test_empty_conll2012_file_raises_like_the_other_readers(tmp_path):
+    for read, name in ((read_conll2012_coref, 'e.conll'), (read_conll, 'e.txt'), (read_conllu, 'e.conllu')):
+        p = tmp_path/name
+        p.write_text('')
+        with pytest.raises(ValueError, match='no (documents|sentences)'): read(p)
+    p = tmp_path/'e.conll'
+    with pytest.raises(ValueError) as info: read_conll2012_coref(p)
+    assert str(info.value) == f'{p}: no documents (the file has no #begin document line)'
+
+
+def test_truncated_logits_file_names_the_broken_line(tmp_path):
+    first, second = LOGITS.read_bytes().split(b'\n')[:2]
+    p = tmp_path/'t.logits'
+    p.write_bytes(first + b'\n\n' + second[:100])           # a blank line, then a break on line 3
+    with pytest.raises(ValueError) as info: read_calibration_metric_logits(p)
+    assert str(info.value).startswith(f'{p}:3: invalid JSON at column ')
+    p.write_bytes(first + b'\n[1, 2]\n')
+    with pytest.raises(ValueError, match=r't\.logits:2: expected a JSON object, got list'): read_calibration_metric_logits(p)
+    p.write_bytes(first + b'\n' + first.replace(b'"top_logits"', b'"probs"'))
+    with pytest.raises(ValueError, match=r"t\.logits:2: example 1 lacks key\(s\) \['top_logits'\]"):
+        read_calibration_metric_logits(p)
+
+
+def test_text_lines_splits_every_line_end(tmp_path):
+    p = tmp_path/'x.txt'
+    p.write_bytes(b'\xef\xbb\xbfa\r\nb\rc\nd')
+    assert list(text_lines(p)) == [(1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')]

@@ -170,7 +170,7 @@ bad_inputs = [
     (lambda: crf_marginals(np.zeros((2, 3)), np.zeros((4, 4))), ValueError, 'transitions has shape (4, 4) but the emissions have K=3'),
     (lambda: crf_marginals(np.zeros((2, 3)), np.zeros((3, 3)), end=np.zeros(4)), ValueError, 'end has 4 scores'),
     (lambda: crf_marginals(np.array([[0, np.nan]]), np.zeros((2, 2))), ValueError, 'emissions: 1 of 2 values are not finite'),
-    (lambda: crf_marginals(np.zeros((2, 2)), np.array([[0, -np.inf], [0, 0]])), ValueError, 'transitions: 1 of 4 values are not finite'),
+    (lambda: crf_marginals(np.zeros((2, 2)), np.array([[0, np.inf], [0, 0]])), ValueError, 'transitions: 1 of 4 values are not finite'),
     (lambda: crf_marginals(np.zeros(3), np.zeros((3, 3))), ValueError, 'emissions must be 2-dimensional'),
     (lambda: forward_backward(np.zeros((2, 3, 2)), np.zeros((2, 2)), lengths=[3, 0]), ValueError, 'lengths: 1 of 2 are outside [1, 3]'),
     (lambda: calibkit.extractor('softmax').extract(np.array([[.5, .4]]), [0]), ValueError, 'rows do not sum to 1'),

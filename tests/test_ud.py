@@ -48,3 +48,23 @@ def test_missing_and_empty(tmp_path):
         read_conllu(tmp_path/'nope.conllu')
     with pytest.raises(ValueError, match='no sentences'):
         read_conllu(write(tmp_path, ['', '']))
+
+
+def test_head_beyond_the_sentence_names_file_and_line(tmp_path):
+    p = write(tmp_path, ['# sent_id = s1', ROW.format(i=1, w='a', h=0), ROW.format(i=2, w='b', h=1), '',
+                         '# sent_id = s2', ROW.format(i=1, w='c', h=0), ROW.format(i=2, w='d', h=3)])
+    with pytest.raises(ValueError) as info: read_conllu(p)
+    assert str(info.value) == (f'{p}:7: HEAD 3 is beyond the sentence, which has 2 words '
+                               '(heads are 0 for the root or a word id 1..2)')
+    p = write(tmp_path, ['# sent_id = s', ROW.format(i=1, w='a', h=0), ROW.format(i=2, w='b', h=2)], 'ok.conllu')
+    assert read_conllu(p)[0].head == (0, 2)                 # a self-loop is in range: not this reader's business
+
+
+def test_bom_and_latin1(tmp_path):
+    p = tmp_path/'bom.conllu'
+    p.write_bytes(b'\xef\xbb\xbf# sent_id = s\n' + ROW.format(i=1, w='a', h=0).encode() + b'\n')
+    assert read_conllu(p)[0].sent_id == 's'
+    p = tmp_path/'latin.conllu'
+    p.write_bytes(b'# sent_id = s\n' + ROW.format(i=1, w='caf\xe9', h=0).encode('latin-1') + b'\n')
+    with pytest.raises(ValueError) as info: read_conllu(p)
+    assert str(info.value) == f'{p}:2: byte 0xe9 at column 6 is not UTF-8 (save the file as UTF-8)'

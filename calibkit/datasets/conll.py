@@ -4,11 +4,26 @@
 
 # %% ../../nbs/50_data_conll.ipynb #719bd954
 from __future__ import annotations
+import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 # %% auto #0
-__all__ = ['Tagged', 'read_conll']
+__all__ = ['text_lines', 'Tagged', 'read_conll']
+
+# %% ../../nbs/50_data_conll.ipynb #a04aee96
+_EOL = re.compile(r'\r\n|\r|\n')
+
+def text_lines(path) -> Iterator[tuple[int, str]]:
+    "(line number from 1, line without its end) for every line of the UTF-8 file `path`; a BOM is dropped."
+    data = Path(path).read_bytes()
+    try: text = data.decode('utf-8-sig')
+    except UnicodeDecodeError as e:
+        line = data.count(b'\n', 0, e.start) + 1
+        col = e.start - data.rfind(b'\n', 0, e.start)
+        raise ValueError(f'{path}:{line}: byte {data[e.start]:#04x} at column {col} is not UTF-8 '
+                         f'(save the file as UTF-8)') from None
+    return enumerate(_EOL.split(text), 1)
 
 # %% ../../nbs/50_data_conll.ipynb #57537ac2
 class Tagged(NamedTuple):
@@ -19,25 +34,24 @@ class Tagged(NamedTuple):
     @property
     def n_tokens(self) -> int: return sum(map(len, self.tokens))
 
+# %% ../../nbs/50_data_conll.ipynb #a111197b
 def read_conll(path, *, token_col: int = 0, tag_col: int = -1, sep: str = '\t') -> Tagged:
     "Sentences of a CoNLL-style file: one `token<sep>...<sep>tag` line per token, a blank line between sentences."
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f'{path} is not a file')
     need = max(2, *(i + 1 if i >= 0 else -i for i in (token_col, tag_col)))   # columns a line must have
     tokens, tags, cur_w, cur_t = [], [], [], []
-    with path.open(encoding='utf-8-sig', newline='') as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip('\r\n')
-            if not line.strip():
-                if cur_w: tokens.append(cur_w); tags.append(cur_t); cur_w, cur_t = [], []
-                continue
-            cols = line.split(sep)
-            if len(cols) < need:
-                raise ValueError(f'{path}:{lineno}: expected at least {need} {sep!r}-separated columns, got {len(cols)}: {line!r}')
-            w, t = cols[token_col], cols[tag_col].strip()
-            if not w or not t:
-                raise ValueError(f'{path}:{lineno}: empty {"token" if not w else "tag"} in {line!r}')
-            cur_w.append(w); cur_t.append(t)
+    for lineno, line in text_lines(path):
+        if not line.strip():
+            if cur_w: tokens.append(cur_w); tags.append(cur_t); cur_w, cur_t = [], []
+            continue
+        cols = line.split(sep)
+        if len(cols) < need:
+            raise ValueError(f'{path}:{lineno}: expected at least {need} {sep!r}-separated columns, got {len(cols)}: {line!r}')
+        w, t = cols[token_col], cols[tag_col].strip()
+        if not w or not t:
+            raise ValueError(f'{path}:{lineno}: empty {"token" if not w else "tag"} in {line!r}')
+        cur_w.append(w); cur_t.append(t)
     if cur_w: tokens.append(cur_w); tags.append(cur_t)
     if not tokens: raise ValueError(f'{path}: no sentences (the file has no token lines)')
     return Tagged(tokens, tags)

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np, pandas as pd
+from .conll import text_lines
 
 # %% auto #0
 __all__ = ['CorefDocument', 'read_conll2012_coref']
@@ -82,25 +83,25 @@ class _Builder:
 # %% ../../nbs/51_data_coref.ipynb #af5293af
 def _read_file(path: Path) -> list[CorefDocument]:
     docs, doc = [], None
-    with open(path, encoding='utf-8') as f:
-        for k, line in enumerate(f, 1):
-            where, line = f'{path}:{k}', line.rstrip('\n')
-            if line.startswith('#begin document'):
-                if doc is not None: raise ValueError(f'{where}: #begin document inside document {doc.name!r}')
-                m = _BEGIN.match(line)
-                if m is None: raise ValueError(f'{where}: cannot parse {line!r}')
-                doc = _Builder(m[1] if not m[2] or m[2] == '0' else f'{m[1]}/{m[2]}', where)
-            elif line.startswith('#end document'):
-                if doc is None: raise ValueError(f'{where}: #end document without #begin document')
-                docs.append(doc.finish(where)); doc = None
-            elif not line.strip():
-                if doc is not None: doc.end_sentence()
-            else:
-                if doc is None: raise ValueError(f'{where}: token line outside #begin document ... #end document')
-                cols = line.split('\t') if '\t' in line else line.split()
-                if len(cols) < 5: raise ValueError(f'{where}: expected at least 5 columns, got {len(cols)}')
-                doc.token(cols[3], cols[-1].strip(), where)
+    for k, line in text_lines(path):
+        where = f'{path}:{k}'
+        if line.startswith('#begin document'):
+            if doc is not None: raise ValueError(f'{where}: #begin document inside document {doc.name!r}')
+            m = _BEGIN.match(line)
+            if m is None: raise ValueError(f'{where}: cannot parse {line!r}')
+            doc = _Builder(m[1] if not m[2] or m[2] == '0' else f'{m[1]}/{m[2]}', where)
+        elif line.startswith('#end document'):
+            if doc is None: raise ValueError(f'{where}: #end document without #begin document')
+            docs.append(doc.finish(where)); doc = None
+        elif not line.strip():
+            if doc is not None: doc.end_sentence()
+        else:
+            if doc is None: raise ValueError(f'{where}: token line outside #begin document ... #end document')
+            cols = line.split('\t') if '\t' in line else line.split()
+            if len(cols) < 5: raise ValueError(f'{where}: expected at least 5 columns, got {len(cols)}')
+            doc.token(cols[3], cols[-1].strip(), where)
     if doc is not None: raise ValueError(f'{path}: document {doc.name!r} has no #end document')
+    if not docs: raise ValueError(f'{path}: no documents (the file has no #begin document line)')
     return docs
 
 def read_conll2012_coref(path) -> list[CorefDocument]:

@@ -5,9 +5,10 @@
 # %% ../../nbs/53_data_ud.ipynb #572afc80
 from __future__ import annotations
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 import pandas as pd
+from .conll import text_lines
 
 # %% auto #0
 __all__ = ['COLUMNS', 'Sentence', 'read_conllu', 'words_frame']
@@ -50,33 +51,41 @@ def _check_word(cols: list[str], expect: int, where: str, line: str) -> None:
     if cols[6] != '_' and not cols[6].isdigit():
         raise ValueError(f'{where}: HEAD {cols[6]!r} is not an integer or _: {line!r}')
 
+def _check_heads(rows: list[list[str]], where: list[str]) -> None:
+    "Every HEAD names a word of its sentence (0 = the root)."
+    for cols, w in zip(rows, where):
+        if cols[6] != '_' and int(cols[6]) > len(rows):
+            raise ValueError(f'{w}: HEAD {cols[6]} is beyond the sentence, which has {len(rows)} words '
+                             f'(heads are 0 for the root or a word id 1..{len(rows)})')
+
+# %% ../../nbs/53_data_ud.ipynb #2618b397
 def read_conllu(path) -> list[Sentence]:
     "The sentences of a CoNLL-U file (multiword ranges and empty nodes skipped); malformed lines raise with file:line."
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f'{path} is not a file')
-    out, rows, meta, doc = [], [], {}, None
+    out, rows, where, meta, doc = [], [], [], {}, None
     def flush():
-        nonlocal rows, meta
-        if rows: out.append(_sentence(rows, {'newdoc id': doc, **meta}))
+        nonlocal rows, where, meta
+        if rows:
+            _check_heads(rows, where)
+            out.append(_sentence(rows, {'newdoc id': doc, **meta}))
         elif meta: raise ValueError(f'{path}:{lineno}: comment lines without any word line after them ({sorted(meta)})')
-        rows, meta = [], {}
+        rows, where, meta = [], [], {}
     lineno = 0
-    with path.open(encoding='utf-8-sig', newline='') as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip('\r\n')
-            if not line.strip(): flush(); continue
-            if line.startswith('#'):
-                key, eq, value = line[1:].partition('=')
-                if eq:
-                    key = key.strip()
-                    if key == 'newdoc id': doc = value.strip()
-                    else: meta[key] = value.strip()
-                continue
-            cols = line.split('\t')
-            if _SKIP.match(cols[0]): continue
-            _check_word(cols, len(rows) + 1, f'{path}:{lineno}', line)
-            rows.append(cols)
-        flush()
+    for lineno, line in text_lines(path):
+        if not line.strip(): flush(); continue
+        if line.startswith('#'):
+            key, eq, value = line[1:].partition('=')
+            if eq:
+                key = key.strip()
+                if key == 'newdoc id': doc = value.strip()
+                else: meta[key] = value.strip()
+            continue
+        cols = line.split('\t')
+        if _SKIP.match(cols[0]): continue
+        _check_word(cols, len(rows) + 1, f'{path}:{lineno}', line)
+        rows.append(cols); where.append(f'{path}:{lineno}')
+    flush()
     if not out: raise ValueError(f'{path}: no sentences (the file has no word lines)')
     return out
 

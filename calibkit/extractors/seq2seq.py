@@ -339,21 +339,39 @@ def split_accuracy(seq_events_by_model: Mapping[str, pd.DataFrame], hard) -> pd.
     return pd.DataFrame(rows)
 
 # %% ../../nbs/15_extract_seq2seq.ipynb #74765792
+_TOP_KEYS = ('top_logits', 'top_logit_idxs', 'labels')
+
+def _read_bytes(path) -> bytes:
+    with open(path, 'rb') as f: return f.read()
+
+def _top_logit_records(path):
+    "(line number, record) for every non-blank line of a JSONL file; a BOM is dropped; bad lines raise naming file:line."
+    for lineno, raw in enumerate(_read_bytes(path).removeprefix(b'\xef\xbb\xbf').split(b'\n'), 1):
+        if not raw.strip(): continue
+        try: d = json.loads(raw)
+        except UnicodeDecodeError as e:
+            raise ValueError(f'{path}:{lineno}: byte {raw[e.start]:#04x} at column {e.start + 1} is not UTF-8 '
+                             f'(save the file as UTF-8)') from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f'{path}:{lineno}: invalid JSON at column {e.colno} ({e.msg}); is the file truncated?') from None
+        if not isinstance(d, dict): raise ValueError(f'{path}:{lineno}: expected a JSON object, got {type(d).__name__}')
+        yield lineno, d
+
 def read_calibration_metric_logits(path, *, ignore_ids=None) -> pd.DataFrame:
     "Token events from a `calibration_metric` top-logit JSONL file (`top_logits`, `top_logit_idxs`, `labels` per line)."
     probs, ids, labels, item, pos = [], [], [], [], []
-    with open(path, encoding='utf-8') as f:
-        for i, line in enumerate(l for l in f if l.strip()):
-            d = json.loads(line)
-            missing = [k for k in ('top_logits', 'top_logit_idxs', 'labels') if k not in d]
-            if missing: raise ValueError(f'{path}: example {i} lacks key(s) {missing}')
-            p, k, y = np.asarray(d['top_logits'], float), np.asarray(d['top_logit_idxs']), np.asarray(d['labels'])
-            if p.ndim != 2 or k.shape != p.shape or y.shape != p.shape[:1]:
-                raise ValueError(f'{path}: example {i}: top_logits {p.shape}, top_logit_idxs {k.shape} and labels {y.shape} '
-                                 'must be N×k, N×k and N')
-            if probs and p.shape[1] != probs[0].shape[1]:
-                raise ValueError(f'{path}: example {i} keeps top-{p.shape[1]}, earlier examples top-{probs[0].shape[1]}')
-            probs.append(p); ids.append(k); labels.append(y); item.append(np.full(len(y), i)); pos.append(np.arange(len(y)))
+    for i, (lineno, d) in enumerate(_top_logit_records(path)):
+        where = f'{path}:{lineno}: example {i}'
+        missing = [k for k in _TOP_KEYS if k not in d]
+        if missing: raise ValueError(f'{where} lacks key(s) {missing}')
+        try: p, k, y = np.asarray(d['top_logits'], float), np.asarray(d['top_logit_idxs']), np.asarray(d['labels'])
+        except (TypeError, ValueError) as e: raise ValueError(f'{where}: {e}') from None
+        if p.ndim != 2 or k.shape != p.shape or y.shape != p.shape[:1]:
+            raise ValueError(f'{where}: top_logits {p.shape}, top_logit_idxs {k.shape} and labels {y.shape} '
+                             'must be N×k, N×k and N')
+        if probs and p.shape[1] != probs[0].shape[1]:
+            raise ValueError(f'{where} keeps top-{p.shape[1]}, earlier examples top-{probs[0].shape[1]}')
+        probs.append(p); ids.append(k); labels.append(y); item.append(np.full(len(y), i)); pos.append(np.arange(len(y)))
     if not probs: raise ValueError(f'{path} holds no examples')
     df = token_events((np.concatenate(probs), np.concatenate(ids)), np.concatenate(labels), ignore_ids=ignore_ids)
     it, ps = np.concatenate(item), np.concatenate(pos)

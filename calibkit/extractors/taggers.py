@@ -43,40 +43,57 @@ def check_probs(scores, name: str = 'scores', atol: float = 1e-5) -> np.ndarray:
 
 # %% ../../nbs/11_extract_taggers.ipynb #643e3234
 def _lse(x: np.ndarray, axis: int) -> np.ndarray:
-    "log Σ exp along `axis` of finite `x`, the maximum subtracted first."
+    "log Σ exp along `axis`, the maximum subtracted first; -inf entries (forbidden) contribute 0, all -inf gives -inf."
     m = x.max(axis=axis, keepdims=True)
-    return np.log(np.exp(x - m).sum(axis=axis)) + np.squeeze(m, axis)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide='ignore'): return np.log(np.exp(x - m).sum(axis=axis)) + np.squeeze(m, axis)
+
+def _log_potential(x, name: str, ndim: int) -> np.ndarray:
+    "Transition, start or end scores: real numbers or -inf (a forbidden transition); NaN and +inf are refused."
+    a = _numeric(x, name, ndim)
+    if a.dtype == bool: raise TypeError(f'{name} must be real-valued scores, got booleans')
+    a = a.astype(np.float64, copy=False)
+    bad = np.isnan(a) | (a == np.inf)
+    if bad.any(): raise ValueError(f'{name}: {_count(bad)} of {a.size} values are not finite (NaN or +inf; '
+                                   f'-inf, which forbids a transition, is allowed)')
+    return a
 
 def _check_chain(k: int, transitions, start, end) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     "Validated transition (K×K), start and end (K) scores for emissions with `k` tags; missing start/end are 0."
-    w = _finite(transitions, 'transitions', 2)
+    w = _log_potential(transitions, 'transitions', 2)
     if w.shape != (k, k):
         raise ValueError(f'transitions has shape {w.shape} but the emissions have K={k} tags: it must be ({k}, {k})')
     out = [w]
     for name, v in (('start', start), ('end', end)):
-        v = np.zeros(k) if v is None else _finite(v, name, 1)
+        v = np.zeros(k) if v is None else _log_potential(v, name, 1)
         if len(v) != k: raise ValueError(f'{name} has {len(v)} scores but the emissions have K={k} tags')
         out.append(v)
     return tuple(out)
 
-def _forward_backward(E, lengths, W, s, e) -> tuple[np.ndarray, np.ndarray]:
-    "The recursions on validated arrays: E (B, T, K), lengths (B,) in [1, T]."
+def _forward_backward(E, lengths, W, s, e, ids=None) -> tuple[np.ndarray, np.ndarray]:
+    "The recursions on validated arrays: E (B, T, K), lengths (B,) in [1, T]; `ids` name the sentences in errors."
     B, T, K = E.shape
     last, rows = lengths - 1, np.arange(B)
     a, b, log_z = np.empty_like(E), np.empty_like(E), np.zeros(B)
-    for t in range(T):
-        x = s + E[:, 0] if t == 0 else _lse(a[:, t - 1, :, None] + W, axis=1) + E[:, t]
-        c = _lse(x, axis=1)
-        a[:, t] = x - c[:, None]
-        log_z += np.where(t <= last, c, 0.0)
-    log_z += _lse(a[rows, last] + e, axis=1)
-    for t in range(T - 1, -1, -1):
-        x = np.broadcast_to(e, (B, K))
-        if t < T - 1:
-            x = np.where((t >= last)[:, None], e, _lse(W + (E[:, t + 1] + b[:, t + 1])[:, None, :], axis=2))
-        b[:, t] = x - x.max(axis=1, keepdims=True)
-    x = a + b
-    p = np.exp(x - _lse(x, axis=2)[..., None])
+    with np.errstate(invalid='ignore'):                  # NaN only in padding or impossible sentences, refused below
+        for t in range(T):
+            x = s + E[:, 0] if t == 0 else _lse(a[:, t - 1, :, None] + W, axis=1) + E[:, t]
+            c = _lse(x, axis=1)
+            a[:, t] = x - c[:, None]
+            log_z += np.where(t <= last, c, 0.0)
+        log_z += _lse(a[rows, last] + e, axis=1)
+        impossible = ~np.isfinite(log_z)
+        if impossible.any():
+            first = int((rows if ids is None else np.asarray(ids))[impossible].min())
+            raise ValueError(f'sentence {first} has no possible tag sequence: every path goes through a -inf '
+                             f'(forbidden) start, transition or end score, so its marginals do not exist')
+        for t in range(T - 1, -1, -1):
+            x = np.broadcast_to(e, (B, K))
+            if t < T - 1:
+                x = np.where((t >= last)[:, None], e, _lse(W + (E[:, t + 1] + b[:, t + 1])[:, None, :], axis=2))
+            b[:, t] = x - x.max(axis=1, keepdims=True)
+        x = a + b
+        p = np.exp(x - _lse(x, axis=2)[..., None])
     p[np.arange(T) >= lengths[:, None]] = 0.0
     return p, log_z
 
@@ -131,7 +148,7 @@ def crf_marginals(emissions, transitions, start=None, end=None):
         pos = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
         E = np.zeros((len(idx), n.max(), k))
         E[row, pos] = np.concatenate([seqs[i] for i in idx])
-        p, _ = _forward_backward(E, n, W, s, e)
+        p, _ = _forward_backward(E, n, W, s, e, idx)
         for i, m in zip(idx, np.split(p[row, pos], np.cumsum(n)[:-1])): out[i] = m
     return out[0] if single else out
 
