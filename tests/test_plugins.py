@@ -206,6 +206,9 @@ def test_fixture_loads_the_installed_plugin(entry_point_plugins):
     q = rng.beta(2, 2, 5000); y = (rng.random(5000) < q).astype(np.uint8)
     over = calibkit.recalibrator('temperature').fit(1 / (1 + ((1 - q) / q) ** 2), y)   # conf = σ(2 logit q)
     assert abs(over.temperature_ - 2) < 0.2
+    ev = calibkit.extractor('conf_correct').extract({'conf': np.array([.9, .2]), 'correct': np.array([1, 0])})
+    assert ev.conf.tolist() == [.9, .2] and ev.correct.tolist() == [1, 0]
+    assert t.loc['conf_correct', 'kind'] == 'extractor' and t.loc['conf_correct', 'distribution'] == 'calibkit-example-plugin'
 
 
 def run_python(code: str, **env) -> subprocess.CompletedProcess:
