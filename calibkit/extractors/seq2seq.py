@@ -46,7 +46,7 @@ def _ints(x, name: str) -> np.ndarray:
 def _kind(kind: str, n: int) -> pd.Categorical:
     return pd.Categorical.from_codes(np.zeros(n, np.int8), categories=[kind])
 
-# %% ../../nbs/15_extract_seq2seq.ipynb #967f7953
+# %% ../../nbs/15_extract_seq2seq.ipynb #01a19609
 def _top1(rows: np.ndarray, idx: np.ndarray, *, ids=None, logits=False, sum_tol=1e-3, name='probs'):
     "Top-1 confidence and id of the rows `idx` of `rows` (n × V, or n × k with top-k `ids`), validated, in blocks."
     width = rows.shape[1]
@@ -82,7 +82,6 @@ def _top1(rows: np.ndarray, idx: np.ndarray, *, ids=None, logits=False, sum_tol=
                          'pass logits=True if these are logits')
     return conf, pred
 
-# %% ../../nbs/15_extract_seq2seq.ipynb #98f1e51f
 def _real_steps(y: np.ndarray, m, ignore_ids, n_classes):
     "Flat indices of the real steps (not padding, not ignored), their gold ids, and counts for `attrs`."
     real = y != IGNORE_INDEX
@@ -110,7 +109,6 @@ def _step_arrays(labels, mask, shape, name):
     if not ok.all(): raise ValueError(f'mask: {_count(~ok)} of {m.size} values are not 0 or 1')
     return y, m.astype(bool)
 
-# %% ../../nbs/15_extract_seq2seq.ipynb #01a19609
 def token_events(scores, labels, *, logits: bool = False, mask=None, ignore_ids=None, vocab_size: int | None = None,
                  item=None, sum_tol: float = 1e-3) -> pd.DataFrame:
     """Teacher-forced token events, one per real step: `conf` = max probability, `correct` = [argmax == gold].
@@ -150,7 +148,7 @@ def token_events(scores, labels, *, logits: bool = False, mask=None, ignore_ids=
     df.attrs.update(counts)
     return df
 
-# %% ../../nbs/15_extract_seq2seq.ipynb #6d47a198
+# %% ../../nbs/15_extract_seq2seq.ipynb #6c49464e
 def _run_starts(*keys: np.ndarray) -> np.ndarray:
     "Start of each run of equal consecutive values of the `keys` (taken together)."
     change = np.zeros(len(keys[0]), bool)
@@ -182,7 +180,6 @@ def _word_id_array(word_ids) -> np.ndarray:
     if not np.issubdtype(a.dtype, np.integer): raise TypeError(f'word_ids must hold integers or None, got dtype {a.dtype}')
     return a
 
-# %% ../../nbs/15_extract_seq2seq.ipynb #6c49464e
 def marker_word_starts(vocab, *, marker: str = '▁', specials=()) -> tuple[np.ndarray, np.ndarray]:
     "Per vocabulary id: does the piece start a word (begins with `marker`), and is it a special token (no word)?"
     v = np.asarray(list(vocab), dtype=str)

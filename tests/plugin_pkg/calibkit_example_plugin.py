@@ -1,5 +1,5 @@
-"An example third-party calibkit plugin: a `first_char` grouper, a `temperature` recalibrator and a `conf_correct` extractor,
-built on calibkit's base classes and registered exactly as `calibkit.default_plugins` registers the built-ins."
+"""An example third-party calibkit plugin: a `first_char` grouper, a `temperature` recalibrator and a `conf_correct` extractor,
+built on calibkit's base classes and registered exactly as `calibkit.default_plugins` registers the built-ins."""
 import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import expit
