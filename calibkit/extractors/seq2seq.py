@@ -9,6 +9,7 @@ from typing import Callable, Mapping
 import numpy as np, pandas as pd
 from ..events import as_pairs, check_conf, check_correct, _count
 from .base import Extractor
+from ..config import require
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'token_events', 'marker_word_starts', 'word_events', 'exact_match', 'sequence_events', 'hard_split',
@@ -382,10 +383,8 @@ def calibration_metric_events(records, *, ignore_ids=None) -> pd.DataFrame:
 
 # %% ../../nbs/15_extract_seq2seq.ipynb #20252065
 def _torch():
-    try: import torch
-    except ImportError:
-        raise ImportError('the Hugging Face adapters need torch and transformers: pip install "calibkit[hf]"') from None
-    return torch
+    "torch, or a one-line ImportError naming the extra `hf`."
+    return require('torch', 'hf', 'each Hugging Face adapter (hf_*_events)')
 
 def hf_token_events(model, batch: Mapping, *, ignore_ids=None) -> pd.DataFrame:
     "Teacher-forced token events of a Hugging Face seq2seq `model` from one forward pass on `batch` (which holds `labels`)."
