@@ -184,7 +184,7 @@ def design(doc: CorefDocument, window: int) -> tuple[Design, list[str]]:
     X = sparse.vstack([Xn, Xp], format='csr')[o]
     return Design(X, mention[o], dist[o], np.r_[new_gold, pair_gold][o], n), names
 
-# %% ../../nbs/14_models_coref.ipynb #198d251f
+# %% ../../nbs/14_models_coref.ipynb #b249474d
 def _block_softmax(s: np.ndarray, d: Design, mask=None) -> tuple[np.ndarray, np.ndarray]:
     "Per-mention softmax of scores `s` (restricted to `mask` rows if given) and the log-normaliser per mention."
     m = np.maximum.reduceat(s, d.starts)
@@ -201,7 +201,6 @@ def _ranking_loss(w, d: Design, C: float):
     loss = np.sum(logz - logz_gold) + w @ w / (2 * C)
     return loss, d.X.T @ (p - q) + w / C
 
-# %% ../../nbs/14_models_coref.ipynb #b249474d
 class MentionRanker:
     "Log-linear mention-ranking model: P(antecedent of mention i) over {new} ∪ the `window` previous mentions."
     def __init__(self, window: int = 50, C: float = 1.0, objective: str = 'ranking', max_iter: int = 500):
