@@ -63,6 +63,7 @@ class Grouper(BaseEstimator):
     "Base class (a scikit-learn estimator): `fit` on training gold-tag counts, then `assign` labels to groups 1 … n_groups_ (1 = the most frequent)."
     name: str = ''
     description: str = ''
+    abbrev: str = ''        # a short label for tables (the paper's SCW, TFG); empty: the name
 
     def fit(self, counts_or_labels):
         "Learn the groups from training gold-tag counts or labels (see `tag_counts`); returns self."
@@ -116,6 +117,7 @@ class Grouper(BaseEstimator):
 class Shared(Grouper):
     "SCW: a single group 1 for every tag."
     name = 'shared'
+    abbrev = 'SCW'
     description = 'SCW: a single group for every tag (one shared recalibrator)'
 
     def _groups(self, counts): return np.zeros(len(counts), np.intp), 1
@@ -129,6 +131,7 @@ class Shared(Grouper):
 class TagFrequency(Grouper):
     "Tag frequency grouping: groups of tags by descending training frequency, each about 1/G of the tokens."
     name = 'tfg'
+    abbrev = 'TFG'
     description = 'Tag frequency grouping (TFG): G groups of tags by descending training frequency, about 1/G of the tokens each'
 
     def __init__(self, n_groups: int | None = None, rule: str | None = None, balanced: bool = False):
