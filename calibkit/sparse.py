@@ -17,8 +17,8 @@ from .recalibrators import Grouped, group_slices
 
 # %% auto #0
 __all__ = ['RECALIBRATORS', 'GREEN', 'RED', 'TAGSETS', 'EWT_FILES', 'PARTS', 'recalibrate', 'group_summary', 'sparse_study',
-           'sparse_study_from_scores', 'table1', 'group_table', 'paper_findings', 'arrow_chart', 'ewt_tags',
-           'ewt_split', 'EWTEvents', 'ewt_study_events']
+           'sparse_study_from_scores', 'table1', 'group_table', 'paper_findings', 'arrow_chart', 'fold_ids',
+           'NGroupsChoice', 'choose_n_groups', 'ewt_tags', 'ewt_split', 'EWTEvents', 'ewt_study_events']
 
 # %% ../nbs/42_sparse_study.ipynb #79a6e017
 _UNSEEN = r'.*distinct tags unseen in training'      # the grouper's per-call warning, replaced by one summary
@@ -284,6 +284,61 @@ def arrow_chart(results: pd.DataFrame, *, scopes: Sequence | None = None, title:
     chart = alt.layer(dot, shaft, head, data=d.drop(columns='recalibrator')).properties(width=width, height=220).facet(
         column=alt.Column('panel:N', title=None, sort=panels)).resolve_scale(y='independent')
     return chart.properties(title=title or 'Calibration error before (dot) and after (arrow) recalibration')
+
+# %% ../nbs/42_sparse_study.ipynb #f30fc650
+def fold_ids(events: pd.DataFrame, n_folds: int = 5, seed: int | None = None) -> np.ndarray:
+    "The fold (0 … n_folds − 1) of every event: whole items (the `item` column, e.g. sentences) when present, else single events; seeded."
+    n_folds = check_int('n_folds', n_folds, 2)
+    units = pd.factorize(events['item'])[0] if 'item' in events.columns else np.arange(len(events))
+    n_units = int(units.max()) + 1
+    if n_units < n_folds: raise ValueError(f'n_folds={n_folds} but the events hold only {n_units} ' + ('items' if 'item' in events.columns else 'events'))
+    fold_of_unit = np.random.default_rng(default('seed', seed)).permutation(n_units) % n_folds
+    return fold_of_unit[units]
+
+# %% ../nbs/42_sparse_study.ipynb #2c0b66c9
+class NGroupsChoice(NamedTuple):
+    "What `choose_n_groups` returns: the per-candidate table and the chosen number of groups."
+    table: pd.DataFrame
+    n_groups: int
+
+def choose_n_groups(train_counts, dev_events: pd.DataFrame, *, candidates: Sequence[int] = range(1, 9), recalibrator='isotonic',
+                    n_folds: int = 5, n_bins: int | None = None, threshold: float | None = None, min_events: int = 100,
+                    seed: int | None = None) -> NGroupsChoice:
+    "Cross-validated number of TFG groups on the dev events: held-out SMCE, GMCE and `gmce_eval` (mean GMCE over the finest candidate's groups) per candidate G; the lowest `gmce_eval` wins, ties to the smaller G."
+    from calibkit.metrics import ece
+    n_bins, seed = check_int('n_bins', default('n_bins', n_bins), 1), default('seed', seed)
+    candidates = sorted({check_int('candidates', g, 1) for g in candidates})
+    if not candidates: raise ValueError('candidates is empty')
+    counts, dev = tag_counts(train_counts), _check_events(dev_events, 'dev_events', _check_threshold(threshold))
+    folds = fold_ids(dev, n_folds, seed)
+    rec, _ = _recalibrator(recalibrator, n_bins, seed)
+    c, y = dev['conf'].to_numpy(), dev['correct'].to_numpy()
+    l2 = lambda q, yy: ece(q, yy, n_bins=min(n_bins, len(q)), norm='l2')
+    def tfg(G):
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', message='tfg: rule')  # fewer groups than asked: reported as n_groups_fitted
+            return make_grouper('tfg', n_groups=G).fit(counts)
+    def gmces(q, g):
+        "GMCE of every non-empty group of the fitted grouper g, for confidences q of the dev events."
+        order, bounds = group_slices(_assign(g, dev['label']), g.n_groups_)
+        return [l2(q[order[bounds[j]:bounds[j + 1]]], y[order[bounds[j]:bounds[j + 1]]]) for j in range(g.n_groups_) if bounds[j + 1] > bounds[j]]
+    finest = tfg(candidates[-1])                                  # one partition for all candidates: comparable numbers
+    rows = []
+    for G in candidates:                                          # a loop over candidates and folds, not events
+        g = tfg(G)
+        oof = np.empty(len(dev))
+        for k in range(int(folds.max()) + 1):
+            out = folds == k
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')                   # pooled small groups, per fold: the table says enough
+                oof[out] = recalibrate(g, rec, dev[~out], dev[out], min_events=min_events)['conf'].to_numpy()
+        gm = gmces(oof, g)
+        rows.append((G, g.n_groups_, l2(oof, y), float(np.mean(gm)), float(np.max(gm)), float(np.mean(gmces(oof, finest)))))
+    t = pd.DataFrame(rows, columns=['n_groups', 'n_groups_fitted', 'smce', 'gmce_mean', 'gmce_max', 'gmce_eval'])
+    t.attrs['gmce_eval_before'] = float(np.mean(gmces(c, finest)))
+    chosen = int(t.n_groups[t.gmce_eval <= t.gmce_eval.min() + 1e-12].min())
+    t['chosen'] = t.n_groups == chosen
+    return NGroupsChoice(t, chosen)
 
 # %% ../nbs/42_sparse_study.ipynb #ebcb86f5
 TAGSETS = {'xpos+deprel': ('xpos', '+', 'deprel'), 'upos|feats': ('upos', '|', 'feats')}

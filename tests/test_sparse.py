@@ -233,3 +233,35 @@ def test_property_uncalibrated_column_is_gmce_of_the_test_events(seed, n_groups)
     assert first.before['all'] == pytest.approx(smce(test), abs=1e-15)
     for grp, value in zip(g.group, g.gmce):
         assert first.before[str(grp)] == pytest.approx(value, abs=1e-15)          # group ids 1..G in both
+
+
+def two_tag_events(n, seed):
+    "Tag a over-confident, tag b under-confident; 4 tokens per sentence (item)."
+    r = np.random.default_rng(seed)
+    lab = np.where(r.random(n) < .6, 'a', 'b')
+    q = r.uniform(.05, .95, n)
+    y = (r.random(n) < np.where(lab == 'a', q ** 2, np.sqrt(q))).astype(np.uint8)
+    return pd.DataFrame({'item': np.arange(n) // 4, 'label': lab, 'conf': q, 'correct': y})
+
+
+def test_choose_n_groups_finds_the_known_answer_and_is_deterministic():
+    from calibkit.sparse import choose_n_groups
+    dev = two_tag_events(8000, 1)
+    ch = choose_n_groups({'a': 60, 'b': 40}, dev, candidates=[1, 2, 3], seed=0)
+    assert ch.n_groups == 2 and ch.table.chosen.tolist() == [False, True, False]
+    assert ch.table.n_groups_fitted.tolist() == [1, 2, 2] and ch.table.smce[1] == ch.table.smce[2]   # G = 3 ties with 2
+    assert ch.table.gmce_eval[1] < ch.table.gmce_eval[0] / 2 and ch.table.gmce_eval[1] == ch.table.gmce_eval[2]
+    assert (ch.table.gmce_eval < ch.table.attrs['gmce_eval_before']).all()
+    assert ch.table.gmce_mean[0] == ch.table.smce[0]                 # G = 1: its one group's GMCE is SMCE
+    pd.testing.assert_frame_equal(choose_n_groups({'a': 60, 'b': 40}, dev, candidates=[3, 2, 1], seed=0).table, ch.table)
+    with pytest.raises(ValueError, match='candidates must be an integer >= 1'): choose_n_groups({'a': 1}, dev, candidates=[0])
+
+
+def test_fold_ids_keep_items_together():
+    from calibkit.sparse import fold_ids
+    ev = two_tag_events(400, 2)
+    f = fold_ids(ev, 5, seed=3)
+    assert ev.assign(f=f).groupby('item').f.nunique().max() == 1 and set(f) == set(range(5))
+    assert np.array_equal(f, fold_ids(ev, 5, seed=3)) and not np.array_equal(f, fold_ids(ev, 5, seed=4))
+    g = fold_ids(ev.drop(columns='item'), 5, seed=3)                 # no items: single events, balanced folds
+    assert np.bincount(g).tolist() == [80] * 5
