@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator
 from .events import check_int, check_choice, check_bool
 
 # %% auto #0
-__all__ = ['tag_counts', 'Grouper', 'Shared', 'TagFrequency', 'PerClass', 'ccg_result', 'BySubtag', 'group_map', 'zipf_counts']
+__all__ = ['tag_counts', 'zipf_counts', 'Grouper', 'Shared', 'TagFrequency', 'PerClass', 'ccg_result', 'BySubtag', 'group_map']
 
 # %% ../nbs/20_groupers.ipynb #71f79409
 def _is_counts(x) -> bool:
@@ -52,6 +52,24 @@ def _by_frequency(counts: pd.Series) -> pd.Series:
     except TypeError: rank = counts.index.astype(str).argsort()
     tie = np.empty(len(rank), np.intp); tie[rank] = np.arange(len(rank))
     return counts.iloc[np.lexsort((tie, -counts.to_numpy(dtype=float)))]
+
+# %% ../nbs/20_groupers.ipynb #59eed1fd
+def zipf_counts(n_tags: int, top_share: float, *, total: int = 1_000_000, exponent: float = 2.0, names=None) -> pd.Series:
+    "Synthetic Zipf–Mandelbrot training counts: `n_tags` tags, the most frequent holding `top_share` of `total` tokens."
+    check_int('n_tags', n_tags, 2)
+    k = np.arange(1, n_tags + 1, dtype=float)
+    share = lambda b: 1 / np.sum(((k + b) / (1 + b)) ** -exponent)
+    if not 1 / n_tags < top_share <= share(0.0):
+        raise ValueError(f'top_share must be in (1/{n_tags}, {share(0.0):.4g}] for exponent {exponent}, got {top_share}')
+    lo, hi = 0.0, 1.0
+    while share(hi) > top_share: hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if share(mid) > top_share else (lo, mid)
+    w = (k + hi) ** -exponent
+    names = [f't{i}' for i in range(n_tags)] if names is None else list(names)
+    if len(names) != n_tags: raise ValueError(f'names has {len(names)} entries but n_tags is {n_tags}')
+    return pd.Series(np.maximum(1, np.round(total * w / w.sum())).astype(np.int64), index=pd.Index(names, dtype=object), name='count')
 
 # %% ../nbs/20_groupers.ipynb #95738da4
 def _kinds(values) -> set[str]:
@@ -240,21 +258,3 @@ def group_map(grouper, labels=None) -> pd.Series:
     if labels is not None: tags = tags.append(pd.Index(pd.unique(_labels(labels).astype(object)))).unique()
     if tags.empty: raise ValueError('give labels: this grouper exposes no training tags (groups_)')
     return pd.Series(grouper.assign(tags.to_numpy(dtype=object)), index=tags, name='group')
-
-# %% ../nbs/20_groupers.ipynb #59eed1fd
-def zipf_counts(n_tags: int, top_share: float, *, total: int = 1_000_000, exponent: float = 2.0, names=None) -> pd.Series:
-    "Synthetic Zipf–Mandelbrot training counts: `n_tags` tags, the most frequent holding `top_share` of `total` tokens."
-    check_int('n_tags', n_tags, 2)
-    k = np.arange(1, n_tags + 1, dtype=float)
-    share = lambda b: 1 / np.sum(((k + b) / (1 + b)) ** -exponent)
-    if not 1 / n_tags < top_share <= share(0.0):
-        raise ValueError(f'top_share must be in (1/{n_tags}, {share(0.0):.4g}] for exponent {exponent}, got {top_share}')
-    lo, hi = 0.0, 1.0
-    while share(hi) > top_share: hi *= 2
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if share(mid) > top_share else (lo, mid)
-    w = (k + hi) ** -exponent
-    names = [f't{i}' for i in range(n_tags)] if names is None else list(names)
-    if len(names) != n_tags: raise ValueError(f'names has {len(names)} entries but n_tags is {n_tags}')
-    return pd.Series(np.maximum(1, np.round(total * w / w.sum())).astype(np.int64), index=pd.Index(names, dtype=object), name='count')

@@ -9,11 +9,11 @@ import numpy as np, pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.exceptions import NotFittedError
 from .config import default
-from .events import as_pairs, check_conf, check_int, check_float, check_bool
+from .events import as_pairs, check_conf, check_int, check_float
 from .binning import bin_starts, sort_pairs
 
 # %% auto #0
-__all__ = ['EXPECTED_FAILED_CHECKS', 'as_scores', 'fit_pairs', 'Recalibrator', 'equal_mass_edges', 'bin_index',
+__all__ = ['EXPECTED_FAILED_CHECKS', 'as_scores', 'fit_pairs', 'like', 'Recalibrator', 'equal_mass_edges', 'bin_index',
            'HistogramBinning', 'Isotonic', 'logistic_fit', 'Platt', 'BetaCalibration', 'fresh', 'ScalingBinning',
            'ScalingBinningKLS', 'group_slices', 'Grouped']
 
@@ -41,6 +41,14 @@ def fit_pairs(X, y=None) -> tuple[np.ndarray, np.ndarray]:
     c = as_scores(X)
     return c, as_pairs(c, y)[1]
 
+def like(X, out: np.ndarray):
+    "Recalibrated confidences `out` in the container of X: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series (same index and name), an events frame → a copy with `conf` replaced."
+    if isinstance(X, pd.DataFrame):
+        X = X.copy(); X['conf'] = out
+        return X
+    if isinstance(X, pd.Series): return pd.Series(out, index=X.index, name=X.name)
+    return out[:, None] if np.ndim(X) == 2 else out
+
 class Recalibrator(TransformerMixin, BaseEstimator):
     "Base class, a scikit-learn transformer: `fit(X, y)` on held-out events, `transform(X)` maps confidences (the caller's container back)."
     name: str = ''
@@ -60,12 +68,7 @@ class Recalibrator(TransformerMixin, BaseEstimator):
     def transform(self, X):
         "Recalibrated confidences in X's container: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series (same index), an events frame → a copy with `conf` replaced."
         self._check_fitted()
-        out = self._transform(as_scores(X))
-        if isinstance(X, pd.DataFrame):
-            X = X.copy(); X['conf'] = out
-            return X
-        if isinstance(X, pd.Series): return pd.Series(out, index=X.index, name=X.name)
-        return out[:, None] if np.ndim(X) == 2 else out
+        return like(X, self._transform(as_scores(X)))
 
     def predict(self, X) -> np.ndarray:
         "The recalibrated confidences as a 1-d array, whatever X's form (scikit-learn's prediction API: `cross_val_predict`, scorers)."
@@ -157,20 +160,28 @@ def _logit(c, eps):
     c = np.clip(c.astype(np.float64), eps, 1 - eps)
     return np.log(c) - np.log1p(-c)
 
-def logistic_fit(X: np.ndarray, t: np.ndarray, start: np.ndarray, max_iter: int = 100) -> np.ndarray:
+def logistic_fit(X: np.ndarray, t: np.ndarray, start, max_iter: int = 100) -> np.ndarray:
     "Unpenalised logistic regression: θ = (weights…, intercept) minimising the cross-entropy of σ(X·w + b) against targets `t` in [0, 1] (Newton, step halving)."
     from scipy.special import expit
-    Z = np.column_stack([X, np.ones(len(X))])
+    cols = [np.ascontiguousarray(X[:, j], dtype=np.float64) for j in range(X.shape[1])]   # one contiguous array per feature
+    dot = lambda u, v: np.einsum('i,i', u, v)          # einsum, not BLAS: its threads stall on a busy machine
+    lin = lambda th: sum((th[j] * x for j, x in enumerate(cols)), np.full(len(t), th[-1]))
     def loss(th):
-        z = Z @ th
+        z = lin(th)
         return float(np.sum(np.log1p(np.exp(-np.abs(z))) + np.maximum(z, 0) - t * z)), z   # softplus(z) - t·z
     th = np.asarray(start, np.float64)
     f, z = loss(th)
+    k = len(cols)
     for _ in range(max_iter):
         p = expit(z)
         r, w = p - t, p * (1 - p)
-        grad = np.einsum('ij,i->j', Z, r)                   # einsum, not BLAS: its threads stall on a busy machine
-        hess = np.einsum('ij,i,ik->jk', Z, w, Z)
+        wx = [w * x for x in cols]
+        grad = np.array([dot(r, x) for x in cols] + [r.sum()])
+        hess = np.empty((k + 1, k + 1))
+        for a in range(k):
+            for b in range(a, k): hess[a, b] = hess[b, a] = dot(wx[a], cols[b])
+            hess[a, k] = hess[k, a] = wx[a].sum()
+        hess[k, k] = w.sum()
         step = np.linalg.lstsq(hess, grad, rcond=None)[0]
         s = 1.0                                          # halve the step until the loss does not rise (beyond rounding)
         while (new := loss(th - s * step))[0] > f + 1e-12 * abs(f) and s > 1e-6: s /= 2
@@ -345,11 +356,7 @@ class Grouped(TransformerMixin, BaseEstimator):
         for g in np.flatnonzero(np.diff(bounds)):           # a loop over the groups present
             idx = order[bounds[g]:bounds[g + 1]]
             out[idx] = (self.pooled_ if self.models_[g] is None else self.models_[g]).transform(c[idx])
-        if frame is not None:
-            frame = frame.copy(); frame['conf'] = out
-            return frame
-        if isinstance(X, pd.Series): return pd.Series(out, index=X.index, name=X.name)
-        return out[:, None] if np.ndim(X) == 2 else out
+        return like(X, out)
 
     def table(self) -> pd.DataFrame:
         "One row per group 1..G: group, n_events, n_correct (fit events) and model ('own' or 'pooled')."
