@@ -69,11 +69,11 @@ def main():
     t_full, m_full, c_full, res = timed(full, a.repeat)
     t_ev, m_ev, c_ev, _ = timed(lambda: (events_from_scores(S_dev, g_dev, threshold=.01), events_from_scores(S_test, g_test, threshold=.01)), a.repeat)
     t_study, m_study, c_study, _ = timed(lambda: sparse_study(train, dev, test), a.repeat)
-    t_one, m_one, c_one, _ = timed(lambda: sparse_study(train, dev, test, techniques=['isotonic']), a.repeat)
+    t_one, m_one, c_one, _ = timed(lambda: sparse_study(train, dev, test, recalibrators=['isotonic']), a.repeat)
     t_floor, m_floor, c_floor, _ = timed(lambda: floor(c, y), a.repeat)
     print(f'sparse study: dev and test {a.tokens:,} x {a.tags} score matrices each, {len(dev):,} dev / {len(test):,} test events >= 0.01, '
           f'{res.attrs["settings"]["n_groups"]} TFG groups (wall best / median of {a.repeat}, CPU best)')
-    rows = [('whole evaluation: matrices -> table (3 techniques x SCW/TFG)', t_full, m_full, c_full),
+    rows = [('whole evaluation: matrices -> table (3 recalibrators x SCW/TFG)', t_full, m_full, c_full),
             ('  of which: score matrices -> thresholded events (dev + test)', t_ev, m_ev, c_ev),
             ('  of which: events -> table (sparse_study)', t_study, m_study, c_study),
             ('events -> table, isotonic only (SCW + TFG)', t_one, m_one, c_one),

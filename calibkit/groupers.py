@@ -9,9 +9,10 @@ from typing import Callable, Mapping
 import numpy as np, pandas as pd
 from .config import default
 from sklearn.base import BaseEstimator
+from .events import check_int, check_choice, check_bool
 
 # %% auto #0
-__all__ = ['tag_counts', 'Grouper', 'Shared', 'TagFrequency', 'PerClass', 'ccg_result', 'BySubtag', 'group_map', 'zipf_counts']
+__all__ = ['tag_counts', 'zipf_counts', 'Grouper', 'Shared', 'TagFrequency', 'PerClass', 'ccg_result', 'BySubtag', 'group_map']
 
 # %% ../nbs/20_groupers.ipynb #71f79409
 def _is_counts(x) -> bool:
@@ -52,6 +53,24 @@ def _by_frequency(counts: pd.Series) -> pd.Series:
     tie = np.empty(len(rank), np.intp); tie[rank] = np.arange(len(rank))
     return counts.iloc[np.lexsort((tie, -counts.to_numpy(dtype=float)))]
 
+# %% ../nbs/20_groupers.ipynb #59eed1fd
+def zipf_counts(n_tags: int, top_share: float, *, total: int = 1_000_000, exponent: float = 2.0, names=None) -> pd.Series:
+    "Synthetic Zipf–Mandelbrot training counts: `n_tags` tags, the most frequent holding `top_share` of `total` tokens."
+    check_int('n_tags', n_tags, 2)
+    k = np.arange(1, n_tags + 1, dtype=float)
+    share = lambda b: 1 / np.sum(((k + b) / (1 + b)) ** -exponent)
+    if not 1 / n_tags < top_share <= share(0.0):
+        raise ValueError(f'top_share must be in (1/{n_tags}, {share(0.0):.4g}] for exponent {exponent}, got {top_share}')
+    lo, hi = 0.0, 1.0
+    while share(hi) > top_share: hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if share(mid) > top_share else (lo, mid)
+    w = (k + hi) ** -exponent
+    names = [f't{i}' for i in range(n_tags)] if names is None else list(names)
+    if len(names) != n_tags: raise ValueError(f'names has {len(names)} entries but n_tags is {n_tags}')
+    return pd.Series(np.maximum(1, np.round(total * w / w.sum())).astype(np.int64), index=pd.Index(names, dtype=object), name='count')
+
 # %% ../nbs/20_groupers.ipynb #95738da4
 def _kinds(values) -> set[str]:
     "Kinds of tags present: 'str', 'number' or another type name (to tell tag ids from tag names)."
@@ -59,16 +78,17 @@ def _kinds(values) -> set[str]:
             else type(v).__name__ for v in values}
 
 class Grouper(BaseEstimator):
-    "Base class: `fit` on training gold-tag counts, then `assign` labels to groups 0 … n_groups_ − 1."
+    "Base class (a scikit-learn estimator): `fit` on training gold-tag counts, then `assign` labels to groups 1 … n_groups_ (1 = the most frequent)."
     name: str = ''
     description: str = ''
+    abbrev: str = ''        # a short label for tables (the paper's SCW, TFG); empty: the name
 
     def fit(self, counts_or_labels):
         "Learn the groups from training gold-tag counts or labels (see `tag_counts`); returns self."
         counts = _by_frequency(tag_counts(counts_or_labels))
         groups, n = self._groups(counts)
         self.counts_, self.n_groups_ = counts, int(n)
-        self.groups_ = pd.Series(np.asarray(groups, np.intp), index=counts.index, name='group')
+        self.groups_ = pd.Series(np.asarray(groups, np.intp) + 1, index=counts.index, name='group')   # ids 1..G
         return self
 
     def _check_fitted(self):
@@ -76,11 +96,11 @@ class Grouper(BaseEstimator):
             raise ValueError(f'this {self.name} grouper is not fitted: call fit(training tag counts or labels) first')
 
     def _unseen(self, tags: pd.Index) -> np.ndarray:
-        "Groups of tags unseen in training (float, NaN = no rule: the last group)."
+        "Groups (1..G) of tags unseen in training (float, NaN = no rule: the last group G)."
         return np.full(len(tags), np.nan)
 
     def assign(self, labels) -> np.ndarray:
-        "The group (int) of every label; tags unseen in training go to the last group, counted in a warning."
+        "The group (int, 1..G) of every label; tags unseen in training go to the last group G, counted in a warning."
         self._check_fitted()
         codes, uniques = pd.factorize(_labels(labels))
         uniques = pd.Index(uniques)
@@ -93,67 +113,64 @@ class Grouper(BaseEstimator):
                              f'another kind (labels e.g. {list(uniques[:3])}, training tags e.g. {list(self.groups_.index[:3])}): '
                              'labels and training counts must use the same tags (ids or names)')
         if rest.any():
-            g[rest] = self.n_groups_ - 1
+            g[rest] = self.n_groups_
             n_ev = int(np.bincount(codes, minlength=len(uniques))[rest].sum())
             warnings.warn(f'{self.name}: {n_ev} of {len(codes)} labels ({int(rest.sum())} distinct tags unseen in training, '
-                          f'e.g. {list(uniques[rest][:5])}) go to the last group ({self.n_groups_ - 1})', stacklevel=2)
+                          f'e.g. {list(uniques[rest][:5])}) go to the last group ({self.n_groups_})', stacklevel=2)
         return g.astype(np.intp)[codes]
 
     def table(self) -> pd.DataFrame:
-        "One row per group: group, n_tags, share (of training tokens), min_freq, max_freq, tags (the first few)."
+        "One row per group 1..G: group, n_tags, share (of training tokens), min_freq, max_freq, tags (the first few)."
         self._check_fitted()
         freq = self.counts_ / self.counts_.sum()
         by = pd.DataFrame({'freq': freq.to_numpy(float), 'tag': self.counts_.index}).groupby(self.groups_.to_numpy())
         show = lambda t: ' '.join(map(str, t[:5])) + (' …' if len(t) > 5 else '')
         t = pd.DataFrame({'n_tags': by.size(), 'share': by.freq.sum(), 'min_freq': by.freq.min(),
                           'max_freq': by.freq.max(), 'tags': by.tag.agg(lambda s: show(list(s)))})
-        t = t.reindex(range(self.n_groups_))
+        t = t.reindex(range(1, self.n_groups_ + 1))
         t['n_tags'] = t.n_tags.fillna(0).astype(int); t['share'] = t.share.fillna(0.0); t['tags'] = t.tags.fillna('')
         return t.rename_axis('group').reset_index()
 
 # %% ../nbs/20_groupers.ipynb #4606e8d7
 class Shared(Grouper):
-    "SCW: a single group 0 for every tag."
+    "SCW: a single group 1 for every tag."
     name = 'shared'
+    abbrev = 'SCW'
     description = 'SCW: a single group for every tag (one shared recalibrator)'
 
     def _groups(self, counts): return np.zeros(len(counts), np.intp), 1
 
     def assign(self, labels) -> np.ndarray:
-        "0 for every label."
+        "1 for every label."
         self._check_fitted()
-        return np.zeros(len(_labels(labels)), np.intp)
+        return np.ones(len(_labels(labels)), np.intp)
 
 # %% ../nbs/20_groupers.ipynb #cc474b74
-def _check_int(name, v, lo=1):
-    if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo):
-        raise ValueError(f'{name} must be an integer >= {lo}, got {v!r}')
-
 class TagFrequency(Grouper):
     "Tag frequency grouping: groups of tags by descending training frequency, each about 1/G of the tokens."
     name = 'tfg'
+    abbrev = 'TFG'
     description = 'Tag frequency grouping (TFG): G groups of tags by descending training frequency, about 1/G of the tokens each'
 
     def __init__(self, n_groups: int | None = None, rule: str | None = None, balanced: bool = False):
-        _check_int('n_groups', n_groups)
-        if rule not in (None, '>', '>='): raise ValueError(f"rule must be '>' (authors' code) or '>=' (paper), got {rule!r}")
-        if not isinstance(balanced, bool): raise TypeError(f'balanced must be True or False, got {balanced!r}')
         self.n_groups, self.rule, self.balanced = n_groups, rule, balanced
 
     def _groups(self, counts):
-        G, rule = default('n_groups', self.n_groups), default('tfg_rule', self.rule)
+        G = check_int('n_groups', default('n_groups', self.n_groups), 1)
+        rule = check_choice('rule', default('tfg_rule', self.rule), ('>', '>='))      # '>' the authors' code, '>=' the paper
+        balanced = check_bool('balanced', self.balanced)
         v = counts.to_numpy(dtype=float)
         seen, total = int((v > 0).sum()), v.sum()
-        if self.balanced and G > seen:
+        if balanced and G > seen:
             raise ValueError(f'n_groups={G} but only {seen} tags were seen in training: balanced TFG needs at least one tag per group')
         g = np.zeros(len(v), np.intp)
         grp, acc, size = 0, 0.0, 0
         for i in range(seen):                                   # a loop over the tagset, not over tokens
-            if self.balanced and size and seen - i <= G - 1 - grp: grp, acc, size = grp + 1, 0.0, 0
+            if balanced and size and seen - i <= G - 1 - grp: grp, acc, size = grp + 1, 0.0, 0
             g[i], acc, size = grp, acc + v[i], size + 1
             if grp < G - 1 and (acc * G > total if rule == '>' else acc * G >= total): grp, acc, size = grp + 1, 0.0, 0
         n = int(g[:seen].max()) + 1
-        g[seen:] = n - 1                                        # tags with count 0: unseen, the last group
+        g[seen:] = n - 1                                        # tags with count 0: unseen, the last group (0-based here; fit adds 1)
         if n < G:
             warnings.warn(f"tfg: rule {rule!r} gives {n} groups, fewer than n_groups={G} (a group took far more than 1/{G} "
                           'of the tokens); balanced=True guarantees exactly n_groups', stacklevel=3)
@@ -166,10 +183,10 @@ class PerClass(Grouper):
     description = 'One group per tag (one-vs-rest); tags below min_count training tokens and unseen tags share a last group'
 
     def __init__(self, min_count: int = 1):
-        _check_int('min_count', min_count)
         self.min_count = min_count
 
     def _groups(self, counts):
+        check_int('min_count', self.min_count, 1)
         own = counts.to_numpy(dtype=float) >= self.min_count    # a prefix: counts are in frequency order
         k = int(own.sum())
         return np.where(own, np.arange(len(own)), k), k + 1
@@ -207,9 +224,6 @@ class BySubtag(Grouper):
     description = 'Groups tags by a key of the tag string: a regex pattern or a function (e.g. the CCG result category)'
 
     def __init__(self, pattern: str | None = None, key: Callable | None = None):
-        if (pattern is None) == (key is None): raise ValueError('give exactly one of pattern (a regex) and key (a function of the tag)')
-        if pattern is not None: re.compile(pattern)
-        if key is not None and not callable(key): raise TypeError(f'key must be a function of the tag, got {type(key).__name__}')
         self.pattern, self.key = pattern, key
 
     def key_of(self, tag):
@@ -219,6 +233,9 @@ class BySubtag(Grouper):
         return tag if m is None else (m.group(1) if m.re.groups else m.group(0))
 
     def _groups(self, counts):
+        if (self.pattern is None) == (self.key is None): raise ValueError('give exactly one of pattern (a regex) and key (a function of the tag)')
+        if self.pattern is not None: re.compile(self.pattern)
+        if self.key is not None and not callable(self.key): raise TypeError(f'key must be a function of the tag, got {type(self.key).__name__}')
         keys = pd.Series([self.key_of(t) for t in counts.index])              # a loop over the tagset
         order = _by_frequency(pd.Series(counts.to_numpy(float)).groupby(keys.to_numpy(), sort=False).sum())
         self.keys_ = order.index
@@ -226,7 +243,7 @@ class BySubtag(Grouper):
 
     def _unseen(self, tags):
         g = self.keys_.get_indexer(pd.Index([self.key_of(t) for t in tags])).astype(float)
-        return np.where(g < 0, np.nan, g)
+        return np.where(g < 0, np.nan, g + 1)
 
     def table(self) -> pd.DataFrame:
         "The base table with each group's `key`."
@@ -236,26 +253,8 @@ class BySubtag(Grouper):
 
 # %% ../nbs/20_groupers.ipynb #6e3166c1
 def group_map(grouper, labels=None) -> pd.Series:
-    "label -> group of a fitted grouper, for `calibkit.metrics.gmce`: the training tags plus the distinct `labels`."
+    "label -> group (1..G) of a fitted grouper, for `calibkit.metrics.gmce`: the training tags plus the distinct `labels`."
     tags = pd.Index(grouper.groups_.index if hasattr(grouper, 'groups_') else [])
     if labels is not None: tags = tags.append(pd.Index(pd.unique(_labels(labels).astype(object)))).unique()
     if tags.empty: raise ValueError('give labels: this grouper exposes no training tags (groups_)')
     return pd.Series(grouper.assign(tags.to_numpy(dtype=object)), index=tags, name='group')
-
-# %% ../nbs/20_groupers.ipynb #59eed1fd
-def zipf_counts(n_tags: int, top_share: float, *, total: int = 1_000_000, exponent: float = 2.0, names=None) -> pd.Series:
-    "Synthetic Zipf–Mandelbrot training counts: `n_tags` tags, the most frequent holding `top_share` of `total` tokens."
-    _check_int('n_tags', n_tags, 2)
-    k = np.arange(1, n_tags + 1, dtype=float)
-    share = lambda b: 1 / np.sum(((k + b) / (1 + b)) ** -exponent)
-    if not 1 / n_tags < top_share <= share(0.0):
-        raise ValueError(f'top_share must be in (1/{n_tags}, {share(0.0):.4g}] for exponent {exponent}, got {top_share}')
-    lo, hi = 0.0, 1.0
-    while share(hi) > top_share: hi *= 2
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if share(mid) > top_share else (lo, mid)
-    w = (k + hi) ** -exponent
-    names = [f't{i}' for i in range(n_tags)] if names is None else list(names)
-    if len(names) != n_tags: raise ValueError(f'names has {len(names)} entries but n_tags is {n_tags}')
-    return pd.Series(np.maximum(1, np.round(total * w / w.sum())).astype(np.int64), index=pd.Index(names, dtype=object), name='count')

@@ -6,57 +6,79 @@
 from __future__ import annotations
 import copy, warnings
 import numpy as np, pandas as pd
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.exceptions import NotFittedError
 from .config import default
-from .events import as_pairs, check_conf
+from .events import as_pairs, check_conf, check_int, check_float
 from .binning import bin_starts, sort_pairs
-from sklearn.base import BaseEstimator
 
 # %% auto #0
-__all__ = ['Recalibrator', 'equal_mass_edges', 'bin_index', 'HistogramBinning', 'Isotonic', 'Platt', 'ScalingBinning', 'Grouped']
+__all__ = ['EXPECTED_FAILED_CHECKS', 'as_scores', 'fit_pairs', 'like', 'Recalibrator', 'equal_mass_edges', 'bin_index',
+           'HistogramBinning', 'Isotonic', 'logistic_fit', 'Platt', 'BetaCalibration', 'fresh', 'ScalingBinning',
+           'ScalingBinningKLS', 'group_slices', 'Grouped']
 
 # %% ../nbs/30_recalibrators.ipynb #db6a0c6f
-def _not_fitted(what: str) -> Exception:
-    "scikit-learn's `NotFittedError` (a ValueError and AttributeError), imported only when raised."
-    from sklearn.exceptions import NotFittedError
-    return NotFittedError(f'this {what} is not fitted yet: call fit first')
-
 def _check_both(y: np.ndarray) -> None:
     pos, n = int(np.count_nonzero(y)), len(y)
     if pos in (0, n):
         raise ValueError(f'correct: all {n} fit events are {int(pos > 0)}: a recalibrator needs both outcomes (0 and 1) to learn from')
 
-class Recalibrator(BaseEstimator):
-    "Base class: `fit(conf, correct)` on held-out events, `transform(conf)` maps confidences (frame in, frame out)."
+def as_scores(X, name: str = 'X') -> np.ndarray:
+    "Confidences from X of shape (n,) or (n, 1), a Series, or an events frame (its `conf` column), validated by `check_conf`."
+    if isinstance(X, pd.DataFrame):
+        if 'conf' not in X.columns: raise ValueError(f'events frame lacks a conf column; it has {list(X.columns)}')
+        return check_conf(X['conf'])
+    a = X if isinstance(X, (np.ndarray, pd.Series)) else np.asarray(X)
+    if np.ndim(a) == 2:
+        if a.shape[1] != 1: raise ValueError(f'{name} must have shape (n,) or (n, 1) (one feature: the confidence), got {a.shape}')
+        a = np.asarray(a)[:, 0]
+    return check_conf(a)
+
+def fit_pairs(X, y=None) -> tuple[np.ndarray, np.ndarray]:
+    "Validated (conf, correct) for `fit`: X of shape (n,) or (n, 1) with outcomes y, or an events frame with y=None."
+    if isinstance(X, pd.DataFrame): return as_pairs(X, y)
+    if y is None: raise TypeError('y (correct) is required when X is not an events frame')
+    c = as_scores(X)
+    return c, as_pairs(c, y)[1]
+
+def like(X, out: np.ndarray):
+    "Recalibrated confidences `out` in the container of X: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series (same index and name), an events frame → a copy with `conf` replaced."
+    if isinstance(X, pd.DataFrame):
+        X = X.copy(); X['conf'] = out
+        return X
+    if isinstance(X, pd.Series): return pd.Series(out, index=X.index, name=X.name)
+    return out[:, None] if np.ndim(X) == 2 else out
+
+class Recalibrator(TransformerMixin, BaseEstimator):
+    "Base class, a scikit-learn transformer: `fit(X, y)` on held-out events, `transform(X)` maps confidences (the caller's container back)."
     name: str = ''
     description: str = ''
 
-    def fit(self, conf, correct=None):
-        "Learn the map from `(conf, correct)` arrays or an events frame; returns self."
-        c, y = as_pairs(conf, correct)
-        _check_both(y)
-        self._fit(c, y)
-        self.n_fit_ = len(c)
+    def fit(self, X, y=None):
+        "Learn the map from X (shape (n,) or (n, 1), or an events frame with y=None) and outcomes y; returns self."
+        c, yy = fit_pairs(X, y)
+        _check_both(yy)
+        self._fit(c, yy)
+        self.n_fit_, self.n_features_in_ = len(c), 1
         return self
 
     def _check_fitted(self):
-        if not hasattr(self, 'n_fit_'): raise _not_fitted(f'{self.name} recalibrator')
+        if not hasattr(self, 'n_fit_'): raise NotFittedError(f'this {self.name} recalibrator is not fitted yet: call fit first')
 
-    def _apply(self, c: np.ndarray) -> np.ndarray:
+    def transform(self, X):
+        "Recalibrated confidences in X's container: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series (same index), an events frame → a copy with `conf` replaced."
         self._check_fitted()
-        return self._transform(c)
+        return like(X, self._transform(as_scores(X)))
 
-    def transform(self, conf):
-        "Recalibrated confidences: an array for an array, a copy of an events frame with `conf` replaced."
-        if isinstance(conf, pd.DataFrame):
-            if 'conf' not in conf.columns: raise ValueError(f'events frame lacks a conf column; it has {list(conf.columns)}')
-            out = conf.copy()
-            out['conf'] = self._apply(check_conf(conf['conf']))
-            return out
-        return self._apply(check_conf(conf))
+    def predict(self, X) -> np.ndarray:
+        "The recalibrated confidences as a 1-d array, whatever X's form (scikit-learn's prediction API: `cross_val_predict`, scorers)."
+        self._check_fitted()
+        return self._transform(as_scores(X))
 
-    def fit_transform(self, conf, correct=None):
-        "`fit` then `transform` on the same events."
-        return self.fit(conf, correct).transform(conf)
+    def __sklearn_tags__(self):
+        t = super().__sklearn_tags__()
+        t.target_tags.required = True                 # y = correct (0/1) is needed to fit
+        return t
 
 # %% ../nbs/30_recalibrators.ipynb #350e1a18
 def equal_mass_edges(c: np.ndarray, n_bins: int) -> np.ndarray:
@@ -80,22 +102,30 @@ def _bin_means(edges, s, target) -> tuple[np.ndarray, np.ndarray]:
     return n, np.bincount(j, weights=target, minlength=len(edges) + 1) / n
 
 # %% ../nbs/30_recalibrators.ipynb #7fbffa3e
-def _check_bins(n_bins):
-    if n_bins is not None and (isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1):
-        raise ValueError(f'n_bins must be an integer >= 1, got {n_bins!r}')
-
 class HistogramBinning(Recalibrator):
     "Histogram binning: each score replaced by the fit accuracy of its equal-mass bin."
     name = 'histogram'
     description = "Histogram binning: B equal-mass bins of the fit scores, a score replaced by its bin's fit accuracy"
 
     def __init__(self, n_bins: int | None = None):
-        _check_bins(n_bins)
         self.n_bins = n_bins
 
     def _fit(self, c, y):
-        self.edges_ = equal_mass_edges(c, default('n_bins', self.n_bins))
+        self.edges_ = equal_mass_edges(c, check_int('n_bins', default('n_bins', self.n_bins), 1))
         self.counts_, self.values_ = _bin_means(self.edges_, c, y)
+
+    @classmethod
+    def from_bins(cls, edges, counts, values) -> 'HistogramBinning':
+        "A fitted instance from its bins (upper `edges` of all bins but the last, fit `counts` and output `values` per bin), e.g. computed out of core by `calibkit.dask`."
+        e, n, v = (np.asarray(a, np.float64).ravel() for a in (edges, counts, values))
+        if not (len(n) == len(v) == len(e) + 1): raise ValueError(f'from_bins: counts and values need len(edges) + 1 = {len(e) + 1} entries, got {len(n)} and {len(v)}')
+        if len(e) and (np.any(np.diff(e) <= 0) or e[0] < 0 or e[-1] > 1): raise ValueError('from_bins: edges must be strictly increasing in [0, 1]')
+        if np.any(n < 1) or np.any(n != np.round(n)): raise ValueError('from_bins: counts must be integers >= 1')
+        if np.any(~(v >= 0) | ~(v <= 1)): raise ValueError('from_bins: values must be in [0, 1] (no NaN)')
+        h = cls(n_bins=len(v))
+        h.edges_, h.counts_, h.values_ = e, n.astype(np.int64), v
+        h.n_fit_, h.n_features_in_ = int(n.sum()), 1
+        return h
 
     def _transform(self, c): return self.values_[bin_index(self.edges_, c)]
 
@@ -130,147 +160,224 @@ def _logit(c, eps):
     c = np.clip(c.astype(np.float64), eps, 1 - eps)
     return np.log(c) - np.log1p(-c)
 
-def _platt(x: np.ndarray, y: np.ndarray, max_iter: int = 100) -> tuple[float, float]:
-    "(a, b) minimising the cross-entropy of σ(a·x + b) against Platt's smoothed targets."
+def logistic_fit(X: np.ndarray, t: np.ndarray, start, max_iter: int = 100) -> np.ndarray:
+    "Unpenalised logistic regression: θ = (weights…, intercept) minimising the cross-entropy of σ(X·w + b) against targets `t` in [0, 1] (Newton, step halving)."
     from scipy.special import expit
-    n1 = float(np.count_nonzero(y)); n0 = len(y) - n1
-    t = np.where(y == 1, (n1 + 1) / (n1 + 2), 1 / (n0 + 2))
+    cols = [np.ascontiguousarray(X[:, j], dtype=np.float64) for j in range(X.shape[1])]   # one contiguous array per feature
+    dot = lambda u, v: np.einsum('i,i', u, v)          # einsum, not BLAS: its threads stall on a busy machine
+    lin = lambda th: sum((th[j] * x for j, x in enumerate(cols)), np.full(len(t), th[-1]))
     def loss(th):
-        z = th[0] * x + th[1]
+        z = lin(th)
         return float(np.sum(np.log1p(np.exp(-np.abs(z))) + np.maximum(z, 0) - t * z)), z   # softplus(z) - t·z
-    th = np.array([1.0, 0.0])                            # the identity map
+    th = np.asarray(start, np.float64)
     f, z = loss(th)
+    k = len(cols)
     for _ in range(max_iter):
         p = expit(z)
         r, w = p - t, p * (1 - p)
-        wx = w * x
-        dot = lambda u, v: np.einsum('i,i', u, v)       # not BLAS: its threads stall on a busy machine
-        grad = np.array([dot(r, x), r.sum()])
-        hess = np.array([[dot(wx, x), wx.sum()], [wx.sum(), w.sum()]])
+        wx = [w * x for x in cols]
+        grad = np.array([dot(r, x) for x in cols] + [r.sum()])
+        hess = np.empty((k + 1, k + 1))
+        for a in range(k):
+            for b in range(a, k): hess[a, b] = hess[b, a] = dot(wx[a], cols[b])
+            hess[a, k] = hess[k, a] = wx[a].sum()
+        hess[k, k] = w.sum()
         step = np.linalg.lstsq(hess, grad, rcond=None)[0]
         s = 1.0                                          # halve the step until the loss does not rise (beyond rounding)
         while (new := loss(th - s * step))[0] > f + 1e-12 * abs(f) and s > 1e-6: s /= 2
         th, (f, z) = th - s * step, new
         if np.max(np.abs(s * step)) <= 1e-9 * (1 + np.max(np.abs(th))): break
-    return float(th[0]), float(th[1])
+    return th
 
+# %% ../nbs/30_recalibrators.ipynb #f6cd3e33
 class Platt(Recalibrator):
     "Platt scaling: a logistic regression on logit(conf)."
     name = 'platt'
     description = 'Platt scaling: logistic regression on logit(conf), conf clipped to [eps, 1 - eps]'
 
     def __init__(self, eps: float = 1e-6):
-        if not (isinstance(eps, (float, int)) and 0 < eps < 0.5): raise ValueError(f'eps must be a number in (0, 0.5), got {eps!r}')
         self.eps = eps
 
-    def _fit(self, c, y): self.a_, self.b_ = _platt(_logit(c, self.eps), y)
+    def _fit(self, c, y):
+        check_float('eps', self.eps, 0, 0.5, lo_open=True, hi_open=True)
+        n1 = float(np.count_nonzero(y)); n0 = len(y) - n1
+        t = np.where(y == 1, (n1 + 1) / (n1 + 2), 1 / (n0 + 2))               # Platt's smoothed targets
+        self.a_, self.b_ = map(float, logistic_fit(_logit(c, self.eps)[:, None], t, start=[1.0, 0.0]))
 
     def _transform(self, c):
         from scipy.special import expit
         return expit(self.a_ * _logit(c, self.eps) + self.b_)
 
-# %% ../nbs/30_recalibrators.ipynb #64d307fe
-class ScalingBinning(Recalibrator):
-    "Scaling-binning: a scaling function fit on one part, then its outputs binned (equal mass) on the other."
-    name = 'scaling_binning'
-    description = 'Scaling-binning (Kumar et al. 2019): scale (isotonic or Platt), then equal-mass bins of the scaled values'
+# %% ../nbs/30_recalibrators.ipynb #178c0709
+class BetaCalibration(Recalibrator):
+    "Beta calibration (Kull, Silva Filho & Flach 2017), the three-parameter 'abm' family: σ(a ln q − b ln(1 − q) + c) with a, b ≥ 0."
+    name = 'beta'
+    description = 'Beta calibration (Kull et al. 2017): logistic regression on ln q and -ln(1-q), a, b >= 0 (betacal parameters="abm")'
 
-    def __init__(self, n_bins: int | None = None, scaler='isotonic', split: float = 0.5, seed: int | None = None):
-        _check_bins(n_bins)
-        if not (isinstance(scaler, str) or hasattr(scaler, 'fit')):
-            raise TypeError(f'scaler must be a recalibrator name or instance, got {type(scaler).__name__}')
-        if not (isinstance(split, float) and 0 < split < 1): raise ValueError(f'split must be a float in (0, 1), got {split!r}')
+    def _fit(self, c, y):
+        x = _beta_features(c)
+        a, b, self.c_ = logistic_fit(x, y.astype(np.float64), start=[1.0, 1.0, 0.0])
+        if a < 0: (b, self.c_), a = logistic_fit(x[:, 1:], y.astype(np.float64), start=[1.0, 0.0]), 0.0    # refit without ln q
+        elif b < 0: (a, self.c_), b = logistic_fit(x[:, :1], y.astype(np.float64), start=[1.0, 0.0]), 0.0  # refit without ln(1-q)
+        self.a_, self.b_, self.c_ = float(a), float(b), float(self.c_)
+
+    @property
+    def m_(self) -> float:
+        "The midpoint m (the score mapped to 1/2): a ln m − b ln(1 − m) + c = 0, by bisection (nan when there is none in (0, 1))."
+        self._check_fitted()
+        from scipy.optimize import brentq
+        f = lambda m: self.a_ * np.log(m) - self.b_ * np.log1p(-m) + self.c_
+        lo, hi = 1e-300, 1 - 1e-16
+        return float(brentq(f, lo, hi)) if f(lo) * f(hi) < 0 else float('nan')
+
+    def _transform(self, c):
+        from scipy.special import expit
+        x = _beta_features(c)
+        return expit(self.a_ * x[:, 0] + self.b_ * x[:, 1] + self.c_)
+
+def _beta_features(c: np.ndarray) -> np.ndarray:
+    "(ln q, −ln(1 − q)) with q clipped to [ε, 1 − ε], ε the float64 machine epsilon (as betacal)."
+    eps = np.finfo(np.float64).eps
+    q = np.clip(c.astype(np.float64), eps, 1 - eps)
+    return np.column_stack([np.log(q), -np.log1p(-q)])
+
+# %% ../nbs/30_recalibrators.ipynb #64d307fe
+def fresh(recal, name: str = 'scaler') -> Recalibrator:
+    "An unfitted copy (`sklearn.base.clone`) of a recalibrator instance; None gives `Isotonic()`. A TypeError naming `name` otherwise."
+    if recal is None: return Isotonic()
+    if isinstance(recal, type) or not (callable(getattr(recal, 'fit', None)) and callable(getattr(recal, 'transform', None))):
+        raise TypeError(f'{name} must be a recalibrator instance (with fit and transform) or None, got {type(recal).__name__} {recal!r}')
+    return clone(recal)
+
+class ScalingBinning(Recalibrator):
+    "Scaling-binning (Kumar et al. 2019): a scaling function fit on one part, then its outputs binned (equal mass) on the other."
+    name = 'scaling_binning'
+    description = 'Scaling-binning (Kumar et al. 2019): split dev; scale (isotonic or Platt) fit on one part, equal-mass bins of the scaled other part'
+
+    def __init__(self, n_bins: int | None = None, scaler=None, split: float = 0.5, seed: int | None = None):
         self.n_bins, self.scaler, self.split, self.seed = n_bins, scaler, split, seed
 
     def _fit(self, c, y):
-        perm = np.random.default_rng(default('seed', self.seed)).permutation(len(c))
-        k = int(round(self.split * len(c)))
-        if not 0 < k < len(c): raise ValueError(f'scaling_binning needs events in both parts: {len(c)} fit events, split {self.split}')
+        n_bins = check_int('n_bins', default('n_bins', self.n_bins), 1)
+        split = check_float('split', self.split, 0, 1, lo_open=True, hi_open=True)
+        seed = default('seed', self.seed)
+        if seed is not None: check_int('seed', seed, 0)
+        self.scaler_ = fresh(self.scaler)
+        perm = np.random.default_rng(seed).permutation(len(c))
+        k = int(round(split * len(c)))
+        if not 0 < k < len(c): raise ValueError(f'scaling_binning needs events in both parts: {len(c)} fit events, split {split}')
         p1, p2 = perm[:k], perm[k:]
-        self.scaler_ = _instance(self.scaler)
         try: self.scaler_.fit(c[p1], y[p1])
         except ValueError as e: raise ValueError(f'scaling_binning, fitting the scaler on part 1 ({k} events): {e}') from None
         s2 = self.scaler_.transform(c[p2])
-        self.edges_ = equal_mass_edges(s2, default('n_bins', self.n_bins))
+        self.edges_ = equal_mass_edges(s2, n_bins)
         self.counts_, self.values_ = _bin_means(self.edges_, s2, s2)
 
     def _transform(self, c): return self.values_[bin_index(self.edges_, self.scaler_.transform(c))]
 
-def _instance(recal):
-    "A fresh, unfitted copy of a recalibrator given by name or as an instance."
-    if isinstance(recal, str):
-        from calibkit.plugins import recalibrator
-        return recalibrator(recal)
-    return copy.deepcopy(recal)
+# %% ../nbs/30_recalibrators.ipynb #b48eb236
+class ScalingBinningKLS(Recalibrator):
+    "Scaling-binning as Kranzlein, Liu & Schneider (2021) describe it: equal-mass bins of the raw scores, each output the mean of the scaling function over its fit scores."
+    name = 'scaling_binning_kls'
+    description = 'Scaling-binning as the sparse-tagset paper (Kranzlein et al. 2021): scaler fit on all dev events, equal-mass bins of the raw scores, output = mean scaled value per bin'
+
+    def __init__(self, n_bins: int | None = None, scaler=None):
+        self.n_bins, self.scaler = n_bins, scaler
+
+    def _fit(self, c, y):
+        n_bins = check_int('n_bins', default('n_bins', self.n_bins), 1)
+        self.scaler_ = fresh(self.scaler).fit(c, y)
+        self.edges_ = equal_mass_edges(c, n_bins)
+        self.counts_, self.values_ = _bin_means(self.edges_, c, self.scaler_.transform(c))
+
+    def _transform(self, c): return self.values_[bin_index(self.edges_, c)]
 
 # %% ../nbs/30_recalibrators.ipynb #b9be400a
-def _group_slices(gid: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    "Event indices sorted by group (stable) and where each group's slice starts."
+def group_slices(gid: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    "For group ids 1..n_groups: event indices sorted by group (stable) and `bounds`, group g's events being `order[bounds[g-1]:bounds[g]]`."
     order = np.argsort(gid.astype(np.int32 if n_groups >= 2**15 else np.int16), kind='stable')
-    return order, np.searchsorted(gid[order], np.arange(n_groups + 1))
+    return order, np.searchsorted(gid[order], np.arange(1, n_groups + 2))
 
-class Grouped(BaseEstimator):
+class Grouped(TransformerMixin, BaseEstimator):
     "One recalibrator per group of tags (fitted on the group's events); small groups use a pooled model."
 
-    def __init__(self, grouper, recalibrator='isotonic', min_events: int = 100):
-        if not callable(getattr(grouper, 'assign', None)): raise TypeError(f'grouper must have an assign(labels) method, got {type(grouper).__name__}')
-        if not (isinstance(recalibrator, str) or callable(getattr(recalibrator, 'fit', None))):
-            raise TypeError(f'recalibrator must be a recalibrator name or instance, got {type(recalibrator).__name__}')
-        if isinstance(min_events, bool) or not isinstance(min_events, (int, np.integer)) or min_events < 1:
-            raise ValueError(f'min_events must be an integer >= 1, got {min_events!r}')
+    def __init__(self, grouper, recalibrator=None, min_events: int = 100):
         self.grouper, self.recalibrator, self.min_events = grouper, recalibrator, min_events
 
-    def _groups(self, n: int, frame, labels) -> np.ndarray:
+    def _groups(self, grouper, n: int, frame, labels) -> np.ndarray:
         if labels is None:
             if frame is None or 'label' not in frame.columns:
                 raise ValueError('Grouped needs the events\' labels: an events frame with a label column, or labels=')
             labels = frame['label']
         if len(labels) != n: raise ValueError(f'labels has {len(labels)} values but conf has {n}')
-        return np.asarray(self.grouper.assign(labels))
+        return np.asarray(grouper.assign(labels))
 
-    def fit(self, conf, correct=None, labels=None):
-        "Fit one recalibrator per group on its events (`conf` an events frame, or arrays with `correct` and `labels`)."
-        c, y = as_pairs(conf, correct)
-        gid = self._groups(len(c), conf if isinstance(conf, pd.DataFrame) else None, labels)
-        self.n_groups_ = int(getattr(self.grouper, 'n_groups_', gid.max() + 1))
-        order, bounds = _group_slices(gid, self.n_groups_)
+    def fit(self, X, y=None, labels=None):
+        "Fit one recalibrator per group on its events (X an events frame, or scores with y and `labels`)."
+        if not callable(getattr(self.grouper, 'assign', None)): raise TypeError(f'grouper must have an assign(labels) method, got {type(self.grouper).__name__}')
+        make = lambda: fresh(self.recalibrator, 'recalibrator')
+        make()                                                # a TypeError now for a bad recalibrator, before any work
+        min_events = check_int('min_events', self.min_events, 1)
+        frame = X if isinstance(X, pd.DataFrame) else None
+        c, yy = fit_pairs(X, y)
+        self.grouper_ = copy.deepcopy(self.grouper)          # used as fitted (on training counts); a copy, so later refits of the argument do not change this model
+        gid = self._groups(self.grouper_, len(c), frame, labels)
+        G = self.n_groups_ = int(getattr(self.grouper_, 'n_groups_', gid.max()))
+        order, bounds = group_slices(gid, G)
         n = np.diff(bounds)
-        pos = np.bincount(gid, weights=y, minlength=self.n_groups_).astype(np.int64)
-        own = (n >= self.min_events) & (pos > 0) & (pos < n)
-        self.models_ = [None] * self.n_groups_
-        for g in np.flatnonzero(own):                       # a loop over groups
+        pos = np.bincount(gid - 1, weights=yy, minlength=G).astype(np.int64)
+        own = (n >= min_events) & (pos > 0) & (pos < n)
+        self.models_ = [None] * G
+        for g in np.flatnonzero(own):                       # a loop over groups (index g = group g + 1)
             idx = order[bounds[g]:bounds[g + 1]]
-            try: self.models_[g] = _instance(self.recalibrator).fit(c[idx], y[idx])
+            try: self.models_[g] = make().fit(c[idx], yy[idx])
             except Exception as e:
-                e.add_note(f'while fitting group {g} ({len(idx)} events)'); raise
+                e.add_note(f'while fitting group {g + 1} ({len(idx)} events)'); raise
         self.pooled_ = None
         if not own.all():
-            self.pooled_ = _instance(self.recalibrator).fit(c, y)
+            self.pooled_ = make().fit(c, yy)
             bad = np.flatnonzero(~own)
-            desc = ', '.join(f'group {g} ({n[g]} events, {pos[g]} correct)' for g in bad[:10]) + (', …' if len(bad) > 10 else '')
-            warnings.warn(f'Grouped: {len(bad)} of {self.n_groups_} groups have fewer than {self.min_events} fit events or only one '
+            desc = ', '.join(f'group {g + 1} ({n[g]} events, {pos[g]} correct)' for g in bad[:10]) + (', …' if len(bad) > 10 else '')
+            warnings.warn(f'Grouped: {len(bad)} of {G} groups have fewer than {min_events} fit events or only one '
                           f'outcome and use the pooled {self.pooled_.name} model: {desc}', stacklevel=2)
-        self.table_ = pd.DataFrame(dict(group=np.arange(self.n_groups_), n_events=n, n_correct=pos,
-                                        model=np.where(own, 'own', 'pooled')))
+        self.table_ = pd.DataFrame(dict(group=np.arange(1, G + 1), n_events=n, n_correct=pos, model=np.where(own, 'own', 'pooled')))
+        self.n_features_in_ = 1
         return self
 
-    def transform(self, conf, labels=None):
-        "Recalibrated confidences, each event by its group's model (an events frame in, a frame out)."
-        if not hasattr(self, 'models_'): raise _not_fitted('Grouped recalibrator')
-        frame = conf if isinstance(conf, pd.DataFrame) else None
-        c = check_conf(frame['conf'] if frame is not None else conf)
-        gid = self._groups(len(c), frame, labels)
-        if gid.max() >= self.n_groups_: raise ValueError(f'the grouper assigned group {gid.max()}, but {self.n_groups_} groups were fitted')
-        order, bounds = _group_slices(gid, self.n_groups_)
+    def transform(self, X, labels=None):
+        "Recalibrated confidences, each event by its group's model, in X's container (as `Recalibrator.transform`)."
+        if not hasattr(self, 'models_'): raise NotFittedError('this Grouped recalibrator is not fitted yet: call fit first')
+        frame = X if isinstance(X, pd.DataFrame) else None
+        c = as_scores(X)
+        gid = self._groups(self.grouper_, len(c), frame, labels)
+        if gid.max() > self.n_groups_: raise ValueError(f'the grouper assigned group {gid.max()}, but groups 1..{self.n_groups_} were fitted')
+        order, bounds = group_slices(gid, self.n_groups_)
         out = np.empty(len(c), np.float64)
         for g in np.flatnonzero(np.diff(bounds)):           # a loop over the groups present
             idx = order[bounds[g]:bounds[g + 1]]
             out[idx] = (self.pooled_ if self.models_[g] is None else self.models_[g]).transform(c[idx])
-        if frame is None: return out
-        frame = frame.copy(); frame['conf'] = out
-        return frame
+        return like(X, out)
 
     def table(self) -> pd.DataFrame:
-        "One row per group: group, n_events, n_correct (fit events) and model ('own' or 'pooled')."
-        if not hasattr(self, 'table_'): raise _not_fitted('Grouped recalibrator')
+        "One row per group 1..G: group, n_events, n_correct (fit events) and model ('own' or 'pooled')."
+        if not hasattr(self, 'table_'): raise NotFittedError('this Grouped recalibrator is not fitted yet: call fit first')
         return self.table_
+
+# %% ../nbs/30_recalibrators.ipynb #3df7dee1
+_MULTI = 'X with several features: a recalibrator takes one confidence per event, shape (n,) or (n, 1)'
+EXPECTED_FAILED_CHECKS = {
+    **dict.fromkeys(['check_dict_unchanged', 'check_dont_overwrite_parameters', 'check_dtype_object', 'check_estimators_dtypes',
+                     'check_estimators_fit_returns_self', 'check_estimators_overwrite_params', 'check_estimators_pickle',
+                     'check_f_contiguous_array_estimator', 'check_fit2d_predict1d', 'check_fit_check_is_fitted', 'check_fit_idempotent',
+                     'check_fit_score_takes_y', 'check_methods_sample_order_invariance', 'check_methods_subset_invariance',
+                     'check_n_features_in', 'check_n_features_in_after_fitting', 'check_pipeline_consistency',
+                     'check_readonly_memmap_input', 'check_transformer_data_not_an_array', 'check_transformer_general',
+                     'check_transformer_preserve_dtypes'], _MULTI),
+    **dict.fromkeys(['check_complex_data', 'check_positive_only_tag_during_fit'], 'X must be probabilities in [0, 1]'),
+    **dict.fromkeys(['check_estimator_sparse_array', 'check_estimator_sparse_matrix', 'check_estimator_sparse_tag'],
+                    'sparse X is refused (confidences are a dense vector)'),
+    **dict.fromkeys(['check_estimators_empty_data_messages', 'check_estimators_nan_inf', 'check_fit2d_1sample', 'check_fit2d_1feature'],
+                    "calibkit's own error wording (naming the argument and counting bad values), or y with one outcome refused"),
+    'check_requires_y_none': 'y (correctness) is required unless X is an events frame',
+}
+"scikit-learn's generic estimator checks a recalibrator fails by design, with the reason (`check_estimator(..., expected_failed_checks=...)`)."

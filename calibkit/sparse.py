@@ -9,25 +9,22 @@ from pathlib import Path
 from typing import NamedTuple, Sequence
 import numpy as np, pandas as pd
 from .config import default
-from .events import as_pairs, events_from_scores
+from .events import as_pairs, events_from_scores, check_float, check_int
 from .metrics import ece_interval
 from .groupers import tag_counts
 from .plugins import grouper as make_grouper, recalibrator as make_recalibrator
-from .recalibrators import Grouped, _group_slices
+from .recalibrators import Grouped, group_slices
 
 # %% auto #0
-__all__ = ['TECHNIQUES', 'GREEN', 'RED', 'TAGSETS', 'EWT_FILES', 'PARTS', 'recalibrate', 'group_summary', 'sparse_study',
-           'sparse_study_from_scores', 'table1', 'group_table', 'paper_findings', 'arrow_chart', 'ewt_tags',
-           'ewt_split', 'EWTEvents', 'ewt_study_events']
+__all__ = ['RECALIBRATORS', 'GREEN', 'RED', 'TAGSETS', 'EWT_FILES', 'PARTS', 'recalibrate', 'group_summary', 'sparse_study',
+           'sparse_study_from_scores', 'table1', 'group_table', 'paper_findings', 'arrow_chart', 'fold_ids',
+           'NGroupsChoice', 'choose_n_groups', 'ewt_tags', 'ewt_split', 'EWTEvents', 'ewt_study_events']
 
 # %% ../nbs/42_sparse_study.ipynb #79a6e017
 _UNSEEN = r'.*distinct tags unseen in training'      # the grouper's per-call warning, replaced by one summary
 
 def _check_threshold(threshold) -> float:
-    t = default('threshold', threshold)
-    if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not 0 <= t < 1:
-        raise ValueError(f'threshold must be a number in [0, 1), got {t!r}')
-    return float(t)
+    return check_float('threshold', default('threshold', threshold), 0, 1, hi_open=True)
 
 def _check_events(ev, name: str, threshold: float) -> pd.DataFrame:
     "The events of `ev` at or above `threshold` (validated; index reset); errors name the argument."
@@ -52,7 +49,7 @@ def _check_events(ev, name: str, threshold: float) -> pd.DataFrame:
 def _scope_errors(c, y, gid, n_groups, n_bins, level, n_samples, seed) -> pd.DataFrame:
     "One row per scope ('all', then groups '1'..'G'): n_events, n_bins, value, lo, hi."
     kw = dict(norm='l2', level=level, n_samples=n_samples, seed=seed)
-    order, bounds = _group_slices(gid, n_groups)
+    order, bounds = group_slices(gid, n_groups)          # ids 1..G: group g + 1 is order[bounds[g]:bounds[g + 1]]
     rows, small, empty = [], [], []
     for g in range(-1, n_groups):                       # -1: every event; then a loop over groups
         idx = slice(None) if g < 0 else order[bounds[g]:bounds[g + 1]]
@@ -67,28 +64,27 @@ def _scope_errors(c, y, gid, n_groups, n_bins, level, n_samples, seed) -> pd.Dat
     return pd.DataFrame(rows, columns=['group', 'n_events', 'n_bins', 'value', 'lo', 'hi'])
 
 # %% ../nbs/42_sparse_study.ipynb #9dfcd96d
-TECHNIQUES = ('histogram', 'isotonic', 'scaling_binning')
+RECALIBRATORS = ('histogram', 'isotonic', 'scaling_binning_kls')   # Table 1 of the paper; its own scaling-binning variant
 
-def _technique(t, n_bins: int, seed: int):
-    "A fresh recalibrator for technique `t` (a registered name or an instance) and its display name."
+def _recalibrator(t, n_bins: int, seed: int):
+    "A fresh recalibrator for `t` (a registered name or an instance) and its display name."
     if isinstance(t, str):
         r = make_recalibrator(t)
         r.set_params(**{k: v for k, v in dict(n_bins=n_bins, seed=seed).items() if k in r.get_params()})
         return r, t
     if not callable(getattr(t, 'fit', None)) or not callable(getattr(t, 'transform', None)):
-        raise TypeError(f'techniques must hold recalibrator names or instances (with fit and transform), got {type(t).__name__}')
+        raise TypeError(f'recalibrators must hold recalibrator names or instances (with fit and transform), got {type(t).__name__}')
     return t, getattr(t, 'name', '') or type(t).__name__          # Grouped fits copies: the instance stays unfitted
 
-def _grouping(grouping, counts, n_groups, rule):
-    "The fitted evaluation/TFG grouper and its row label."
-    if grouping is None or grouping == 'tfg': g = make_grouper('tfg', n_groups=n_groups, rule=rule)
-    elif n_groups is not None or rule is not None:
-        raise ValueError('n_groups and rule apply to the default TFG grouping: set them on the grouper passed as grouping instead')
-    elif isinstance(grouping, str): g = make_grouper(grouping)
-    elif callable(getattr(grouping, 'assign', None)) and callable(getattr(grouping, 'fit', None)): g = copy.deepcopy(grouping)
-    else: raise TypeError(f"grouping must be a grouper name or instance, got {type(grouping).__name__}")
+def _grouper(grouper, counts, n_groups, rule):
+    "The fitted evaluation grouper (a registered name, default 'tfg', built with `n_groups`/`rule` when given; or an instance) and its row label (`abbrev`)."
+    params = {k: v for k, v in dict(n_groups=n_groups, rule=rule).items() if v is not None}
+    if isinstance(grouper, str) or grouper is None: g = make_grouper(grouper or 'tfg', **params)
+    elif params: raise ValueError('n_groups and rule are parameters of the grouper: set them on the grouper instance passed as grouper instead')
+    elif callable(getattr(grouper, 'assign', None)) and callable(getattr(grouper, 'fit', None)): g = copy.deepcopy(grouper)
+    else: raise TypeError(f"grouper must be a grouper name or instance, got {type(grouper).__name__}")
     g.fit(counts)
-    return g, ('TFG' if g.name == 'tfg' else g.name)
+    return g, getattr(g, 'abbrev', '') or g.name
 
 def _assign(grouper, labels) -> np.ndarray:
     with warnings.catch_warnings():
@@ -96,19 +92,19 @@ def _assign(grouper, labels) -> np.ndarray:
         return np.asarray(grouper.assign(labels))
 
 # %% ../nbs/42_sparse_study.ipynb #21be0fa1
-def recalibrate(grouper, technique, dev: pd.DataFrame, test: pd.DataFrame, *, min_events: int = 100) -> pd.DataFrame:
-    "Test events recalibrated by one `technique` per group of the fitted `grouper`, fitted on the dev events."
+def recalibrate(grouper, recalibrator, dev: pd.DataFrame, test: pd.DataFrame, *, min_events: int = 100) -> pd.DataFrame:
+    "Test events recalibrated by one copy of the `recalibrator` instance per group of the fitted `grouper`, fitted on the dev events."
     with warnings.catch_warnings():
         warnings.filterwarnings('ignore', message=_UNSEEN)
-        return Grouped(grouper, technique, min_events=min_events).fit(dev).transform(test)
+        return Grouped(grouper, recalibrator, min_events=min_events).fit(dev).transform(test)
 
 # %% ../nbs/42_sparse_study.ipynb #66701eb4
 def group_summary(grouper, counts: pd.Series, dev: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
-    "One row per group (1 = most frequent): tag types, training tokens, share and frequency range, dev and test events."
+    "One row per group (1 = most frequent, … G): tag types, training tokens, share and frequency range, dev and test events."
     t = grouper.table()
     tokens = counts.groupby(grouper.assign(counts.index.to_numpy(dtype=object))).sum()
-    ev = lambda e: np.bincount(_assign(grouper, e['label']), minlength=len(t))[:len(t)]
-    return pd.DataFrame({'group': (t.group + 1).astype(str), 'n_tags': t.n_tags,
+    ev = lambda e: np.bincount(_assign(grouper, e['label']), minlength=len(t) + 1)[1:len(t) + 1]   # ids 1..G
+    return pd.DataFrame({'group': t.group.astype(str), 'n_tags': t.n_tags,
                          'train_tokens': tokens.reindex(t.group, fill_value=0).to_numpy(np.int64),
                          'share': t.share, 'min_freq': t.min_freq, 'max_freq': t.max_freq,
                          'dev_events': ev(dev), 'test_events': ev(test), 'tags': t.tags})
@@ -128,41 +124,40 @@ def _check_unseen(counts: pd.Series, dev, test, last: int) -> None:
                          'events and train_counts must use the same tags (ids or names)')
     if parts:
         warnings.warn(f'sparse_study: {" and ".join(parts)} have tags unseen in training ({len(tags)} distinct, e.g. '
-                      f'{sorted(map(str, tags))[:5]}): they belong to the last group ({last + 1}) for TFG and GMCE', stacklevel=3)
+                      f'{sorted(map(str, tags))[:5]}): they belong to the last group ({last}) for TFG and GMCE', stacklevel=3)
 
-def sparse_study(train_counts, dev_events: pd.DataFrame, test_events: pd.DataFrame, *, techniques: Sequence = TECHNIQUES,
-                 grouping=None, n_groups: int | None = None, rule: str | None = None, threshold: float | None = None,
+def sparse_study(train_counts, dev_events: pd.DataFrame, test_events: pd.DataFrame, *, recalibrators: Sequence = RECALIBRATORS,
+                 grouper=None, n_groups: int | None = None, rule: str | None = None, threshold: float | None = None,
                  n_bins: int | None = None, min_events: int = 100, level: float | None = None,
                  n_samples: int | None = None, seed: int | None = None) -> pd.DataFrame:
-    "SMCE and per-group GMCE before/after each technique under SCW and TFG recalibration: a tidy frame (see above)."
+    "SMCE and per-group GMCE before/after each recalibrator under SCW and grouped (TFG) recalibration: a tidy frame (see above)."
     threshold, n_bins, seed = _check_threshold(threshold), default('n_bins', n_bins), default('seed', seed)
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ValueError(f'n_bins must be an integer >= 1, got {n_bins!r}')
-    if isinstance(techniques, str) or hasattr(techniques, 'fit'): techniques = [techniques]
-    if len(techniques) == 0: raise ValueError('techniques is empty')
+    n_bins = check_int('n_bins', n_bins, 1)
+    if isinstance(recalibrators, str) or hasattr(recalibrators, 'fit'): recalibrators = [recalibrators]
+    if len(recalibrators) == 0: raise ValueError('recalibrators is empty')
     counts = tag_counts(train_counts)
     dev, test = _check_events(dev_events, 'dev_events', threshold), _check_events(test_events, 'test_events', threshold)
-    tfg, label = _grouping(grouping, counts, n_groups, rule)
+    tfg, label = _grouper(grouper, counts, n_groups, rule)
     scw = make_grouper('shared').fit(counts)
-    _check_unseen(counts, dev, test, tfg.n_groups_ - 1)
+    _check_unseen(counts, dev, test, tfg.n_groups_)
     gid = _assign(tfg, test['label'])
     c, y = test['conf'].to_numpy(), test['correct'].to_numpy()
     err = lambda conf: _scope_errors(conf, y, gid, tfg.n_groups_, n_bins, level, n_samples, seed)
     before = err(c)
     parts, names = [], []
-    for t in techniques:
-        rec, name = _technique(t, n_bins, seed)
-        if name in names: raise ValueError(f'techniques: {name!r} appears twice')
+    for t in recalibrators:
+        rec, name = _recalibrator(t, n_bins, seed)
+        if name in names: raise ValueError(f'recalibrators: {name!r} appears twice')
         names.append(name)
-        for gname, g in (('SCW', scw), (label, tfg)):
+        for gname, g in ((scw.abbrev, scw), (label, tfg)):
             after = err(recalibrate(g, rec, dev, test, min_events=min_events)['conf'].to_numpy())
-            parts.append(pd.DataFrame({'technique': name, 'grouping': gname, 'group': before.group, 'n_events': before.n_events,
+            parts.append(pd.DataFrame({'recalibrator': name, 'grouper': gname, 'group': before.group, 'n_events': before.n_events,
                                        'before': before.value, 'before_lo': before.lo, 'before_hi': before.hi,
                                        'after': after.value, 'after_lo': after.lo, 'after_hi': after.hi}))
     out = pd.concat(parts, ignore_index=True)
     out['delta_pct'] = 100 * (out.after - out.before) / out.before
     out.attrs['groups'] = group_summary(tfg, counts, dev, test)
-    out.attrs['settings'] = dict(threshold=threshold, n_bins=int(n_bins), n_groups=int(tfg.n_groups_), grouping=label,
+    out.attrs['settings'] = dict(threshold=threshold, n_bins=int(n_bins), n_groups=int(tfg.n_groups_), grouper=label,
                                  min_events=min_events, level=default('ci_level', level),
                                  n_samples=default('ci_samples', n_samples), seed=seed,
                                  n_dev=len(dev), n_test=len(test), dropped_dev=len(dev_events) - len(dev),
@@ -188,7 +183,7 @@ def _pct(v):
     return '' if pd.isna(v) else f'{v:+.1f}%'.replace('-', '−')
 
 def table1(results: pd.DataFrame, groups: Sequence | None = None, digits: int = 4) -> pd.DataFrame:
-    "The paper's Table 1 layout (strings): rows technique × grouping, columns SMCE and GMCE of `groups` with Δ% and interval."
+    "The paper's Table 1 layout (strings): rows recalibrator × grouper, columns SMCE and GMCE of `groups` with Δ% and interval."
     g = results.attrs.get('groups')
     if g is None: raise ValueError('results must come from sparse_study (its attrs hold the groups)')
     groups = [g.group.iloc[0], g.group.iloc[-1]] if groups is None else [str(x) for x in groups]
@@ -200,7 +195,7 @@ def table1(results: pd.DataFrame, groups: Sequence | None = None, digits: int = 
     rows = {'uncalibrated': {c: v for s in scopes for c, v in (
         (head(s), _fmt(first.before[s], digits)), (f'{head(s)} Δ%', ''),
         (f'{head(s)} CI', f'{_fmt(first.before_lo[s], digits)}–{_fmt(first.before_hi[s], digits)}'))}}
-    for (t, gr), r in results[results.group.isin(scopes)].groupby(['technique', 'grouping'], sort=False):
+    for (t, gr), r in results[results.group.isin(scopes)].groupby(['recalibrator', 'grouper'], sort=False):
         r = r.set_index('group')
         rows[f'{t} · {gr}'] = {c: v for s in scopes for c, v in (
             (head(s), _fmt(r.after[s], digits)), (f'{head(s)} Δ%', _pct(r.delta_pct[s])),
@@ -216,8 +211,8 @@ def table1(results: pd.DataFrame, groups: Sequence | None = None, digits: int = 
     return pd.DataFrame.from_dict(rows, orient='index').fillna('').rename_axis('recalibration')
 
 def group_table(results: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
-    "Every scope (all and each group) × technique × grouping, numbers rounded: before, after, Δ%, intervals, events."
-    cols = ['technique', 'grouping', 'group', 'n_events', 'before', 'before_lo', 'before_hi', 'after', 'after_lo', 'after_hi', 'delta_pct']
+    "Every scope (all and each group) × recalibrator × grouper, numbers rounded: before, after, Δ%, intervals, events."
+    cols = ['recalibrator', 'grouper', 'group', 'n_events', 'before', 'before_lo', 'before_hi', 'after', 'after_lo', 'after_hi', 'delta_pct']
     out = results[cols].copy()
     num = ['before', 'before_lo', 'before_hi', 'after', 'after_lo', 'after_hi']
     out[num] = out[num].round(digits)
@@ -227,15 +222,15 @@ def group_table(results: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
 # %% ../nbs/42_sparse_study.ipynb #438f5446
 def paper_findings(results: pd.DataFrame) -> pd.DataFrame:
     "The paper's four findings checked on `sparse_study` results: finding, holds (bool), evidence."
-    r = results.set_index(['technique', 'grouping', 'group'])
-    techs = list(dict.fromkeys(results.technique))
+    r = results.set_index(['recalibrator', 'grouper', 'group'])
+    techs = list(dict.fromkeys(results.recalibrator))
     gs = [g for g in dict.fromkeys(results.group) if g != 'all']
     first, last = gs[0], gs[-1]
-    tfg = [g for g in dict.fromkeys(results.grouping) if g != 'SCW'][0]
+    tfg = [g for g in dict.fromkeys(results.grouper) if g != 'SCW'][0]
     pct = lambda t, g, s: f'{t} {g} {r.delta_pct[(t, g, s)]:+.1f}%'.replace('-', '−')
     rows = []
     d = [r.delta_pct[(t, g, 'all')] for t in techs for g in ('SCW', tfg)]
-    rows.append(('every technique lowers SMCE', all(x < 0 for x in d),
+    rows.append(('every recalibrator lowers SMCE', all(x < 0 for x in d),
                  f'SMCE Δ% from {min(d):+.1f}% to {max(d):+.1f}%'.replace('-', '−')))
     better = {t: r.after[(t, tfg, last)] < r.after[(t, 'SCW', last)] for t in techs}
     rows.append((f'{tfg} lowers the rarest group ({last}) more than SCW', all(better.values()),
@@ -243,7 +238,7 @@ def paper_findings(results: pd.DataFrame) -> pd.DataFrame:
                            for t in techs).replace('-', '−')))
     worse = [pct(t, g, first) for t in techs for g in ('SCW', tfg) if r.after[(t, g, first)] > r.before[(t, g, first)]]
     rows.append((f'recalibration can make the most frequent group ({first}) worse', bool(worse),
-                 'worse: ' + ', '.join(worse) if worse else 'no technique raises its GMCE'))
+                 'worse: ' + ', '.join(worse) if worse else 'no recalibrator raises its GMCE'))
     reg = {t: int(sum(r.after[(t, g, s)] > r.before[(t, g, s)] for g in ('SCW', tfg) for s in gs)) for t in techs}
     if 'isotonic' in reg:
         fewest = min(reg.values())
@@ -258,9 +253,9 @@ def paper_findings(results: pd.DataFrame) -> pd.DataFrame:
 GREEN, RED = '#1a9850', '#d73027'
 
 def arrow_chart(results: pd.DataFrame, *, scopes: Sequence | None = None, title: str | None = None, width: int = 150):
-    "Dot (uncalibrated) and arrow (recalibrated) per technique × grouping, one panel per scope: green = better, red = worse."
+    "Dot (uncalibrated) and arrow (recalibrated) per recalibrator × grouper, one panel per scope: green = better, red = worse."
     import altair as alt
-    need = ['technique', 'grouping', 'group', 'before', 'after']
+    need = ['recalibrator', 'grouper', 'group', 'before', 'after']
     missing = [c for c in need if c not in results.columns]
     if missing: raise ValueError(f'results lacks column(s) {missing}: pass the frame sparse_study returns')
     d = results[need].copy()
@@ -272,7 +267,7 @@ def arrow_chart(results: pd.DataFrame, *, scopes: Sequence | None = None, title:
     if d[['before', 'after']].isna().any().any(): raise ValueError('results holds NaN errors (a group without test events): choose scopes')
     order = list(dict.fromkeys(d.group))
     d['panel'] = d.group.map(lambda s: 'SMCE (all tags)' if s == 'all' else f'GMCE group {s}')
-    d['x'] = d.technique + ' · ' + d.grouping
+    d['x'] = d.recalibrator + ' · ' + d.grouper
     d['change'] = np.where(d.after > d.before, 'worse', 'better')
     d['shape'] = np.where(d.after > d.before, 'triangle-up', 'triangle-down')
     xs = list(dict.fromkeys(d.x))
@@ -286,9 +281,64 @@ def arrow_chart(results: pd.DataFrame, *, scopes: Sequence | None = None, title:
     head = alt.Chart().mark_point(filled=True, size=70, opacity=1).encode(
         x, alt.Y('after:Q'), color=color, shape=alt.Shape('shape:N', scale=None), tooltip=tip)
     panels = [f'SMCE (all tags)' if s == 'all' else f'GMCE group {s}' for s in order]
-    chart = alt.layer(dot, shaft, head, data=d.drop(columns='technique')).properties(width=width, height=220).facet(
+    chart = alt.layer(dot, shaft, head, data=d.drop(columns='recalibrator')).properties(width=width, height=220).facet(
         column=alt.Column('panel:N', title=None, sort=panels)).resolve_scale(y='independent')
     return chart.properties(title=title or 'Calibration error before (dot) and after (arrow) recalibration')
+
+# %% ../nbs/42_sparse_study.ipynb #f30fc650
+def fold_ids(events: pd.DataFrame, n_folds: int = 5, seed: int | None = None) -> np.ndarray:
+    "The fold (0 … n_folds − 1) of every event: whole items (the `item` column, e.g. sentences) when present, else single events; seeded."
+    n_folds = check_int('n_folds', n_folds, 2)
+    units = pd.factorize(events['item'])[0] if 'item' in events.columns else np.arange(len(events))
+    n_units = int(units.max()) + 1
+    if n_units < n_folds: raise ValueError(f'n_folds={n_folds} but the events hold only {n_units} ' + ('items' if 'item' in events.columns else 'events'))
+    fold_of_unit = np.random.default_rng(default('seed', seed)).permutation(n_units) % n_folds
+    return fold_of_unit[units]
+
+# %% ../nbs/42_sparse_study.ipynb #2c0b66c9
+class NGroupsChoice(NamedTuple):
+    "What `choose_n_groups` returns: the per-candidate table and the chosen number of groups."
+    table: pd.DataFrame
+    n_groups: int
+
+def choose_n_groups(train_counts, dev_events: pd.DataFrame, *, candidates: Sequence[int] = range(1, 9), recalibrator='isotonic',
+                    n_folds: int = 5, n_bins: int | None = None, threshold: float | None = None, min_events: int = 100,
+                    seed: int | None = None) -> NGroupsChoice:
+    "Cross-validated number of TFG groups on the dev events: held-out SMCE, GMCE and `gmce_eval` (mean GMCE over the finest candidate's groups) per candidate G; the lowest `gmce_eval` wins, ties to the smaller G."
+    from calibkit.metrics import ece
+    n_bins, seed = check_int('n_bins', default('n_bins', n_bins), 1), default('seed', seed)
+    candidates = sorted({check_int('candidates', g, 1) for g in candidates})
+    if not candidates: raise ValueError('candidates is empty')
+    counts, dev = tag_counts(train_counts), _check_events(dev_events, 'dev_events', _check_threshold(threshold))
+    folds = fold_ids(dev, n_folds, seed)
+    rec, _ = _recalibrator(recalibrator, n_bins, seed)
+    c, y = dev['conf'].to_numpy(), dev['correct'].to_numpy()
+    l2 = lambda q, yy: ece(q, yy, n_bins=min(n_bins, len(q)), norm='l2')
+    def tfg(G):
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', message='tfg: rule')  # fewer groups than asked: reported as n_groups_fitted
+            return make_grouper('tfg', n_groups=G).fit(counts)
+    def gmces(q, g):
+        "GMCE of every non-empty group of the fitted grouper g, for confidences q of the dev events."
+        order, bounds = group_slices(_assign(g, dev['label']), g.n_groups_)
+        return [l2(q[order[bounds[j]:bounds[j + 1]]], y[order[bounds[j]:bounds[j + 1]]]) for j in range(g.n_groups_) if bounds[j + 1] > bounds[j]]
+    finest = tfg(candidates[-1])                                  # one partition for all candidates: comparable numbers
+    rows = []
+    for G in candidates:                                          # a loop over candidates and folds, not events
+        g = tfg(G)
+        oof = np.empty(len(dev))
+        for k in range(int(folds.max()) + 1):
+            out = folds == k
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')                   # pooled small groups, per fold: the table says enough
+                oof[out] = recalibrate(g, rec, dev[~out], dev[out], min_events=min_events)['conf'].to_numpy()
+        gm = gmces(oof, g)
+        rows.append((G, g.n_groups_, l2(oof, y), float(np.mean(gm)), float(np.max(gm)), float(np.mean(gmces(oof, finest)))))
+    t = pd.DataFrame(rows, columns=['n_groups', 'n_groups_fitted', 'smce', 'gmce_mean', 'gmce_max', 'gmce_eval'])
+    t.attrs['gmce_eval_before'] = float(np.mean(gmces(c, finest)))
+    chosen = int(t.n_groups[t.gmce_eval <= t.gmce_eval.min() + 1e-12].min())
+    t['chosen'] = t.n_groups == chosen
+    return NGroupsChoice(t, chosen)
 
 # %% ../nbs/42_sparse_study.ipynb #ebcb86f5
 TAGSETS = {'xpos+deprel': ('xpos', '+', 'deprel'), 'upos|feats': ('upos', '|', 'feats')}

@@ -4,7 +4,6 @@ from collections import Counter
 import numpy as np, pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
-import calibkit
 from calibkit.events import events_from_scores
 from calibkit.groupers import (BySubtag, PerClass, Shared, TagFrequency, ccg_result, group_map, tag_counts, zipf_counts)
 from calibkit.metrics import gmce
@@ -25,12 +24,12 @@ def ccg():
 
 
 def test_tfg_reproduces_table_1_of_the_sparse_tagset_paper(ccg):
-    g = calibkit.grouper('tfg', n_groups=5).fit(ccg)
+    g = TagFrequency(n_groups=5).fit(ccg)
     t = g.table()
     assert list(t.columns) == ['group', 'n_tags', 'share', 'min_freq', 'max_freq', 'tags']
     assert g.n_groups_ == 5 and t.n_tags[0] == 1 and t.tags[0] == 'N'
     assert round(t.max_freq[0], 3) == .222
-    assert (t.max_freq.iloc[-1] < .005) and (ccg[g.groups_ == 4] / ccg.sum() < .005).all()
+    assert (t.max_freq.iloc[-1] < .005) and (ccg[g.groups_ == 5] / ccg.sum() < .005).all()
     assert t.n_tags.sum() == 426 and abs(t.share.sum() - 1) < 1e-12
 
 
@@ -45,15 +44,15 @@ def test_authors_rule_can_give_fewer_groups_and_balanced_gives_exactly_g():
     counts = {'a': 900, 'b': 50, 'c': 30, 'd': 10, 'e': 10}
     with pytest.warns(UserWarning, match='gives 2 groups, fewer than n_groups=5'):
         g = TagFrequency(n_groups=5).fit(counts)
-    assert g.n_groups_ == 2 < 5 and g.groups_.to_dict() == {'a': 0, 'b': 1, 'c': 1, 'd': 1, 'e': 1}
+    assert g.n_groups_ == 2 < 5 and g.groups_.to_dict() == {'a': 1, 'b': 2, 'c': 2, 'd': 2, 'e': 2}
     b = TagFrequency(n_groups=5, balanced=True).fit(counts)
-    assert b.n_groups_ == 5 and sorted(b.groups_) == [0, 1, 2, 3, 4]
+    assert b.n_groups_ == 5 and sorted(b.groups_) == [1, 2, 3, 4, 5]
     assert list(b.table().n_tags) == [1, 1, 1, 1, 1]
 
 
 def test_paper_rule_closes_a_group_at_exactly_one_over_g():
-    assert list(TagFrequency(n_groups=2, rule='>').fit({'a': 5, 'b': 3, 'c': 2}).groups_) == [0, 0, 1]
-    assert list(TagFrequency(n_groups=2, rule='>=').fit({'a': 5, 'b': 3, 'c': 2}).groups_) == [0, 1, 1]
+    assert list(TagFrequency(n_groups=2, rule='>').fit({'a': 5, 'b': 3, 'c': 2}).groups_) == [1, 1, 2]
+    assert list(TagFrequency(n_groups=2, rule='>=').fit({'a': 5, 'b': 3, 'c': 2}).groups_) == [1, 2, 2]
     assert Shared().fit({'b': 1, 'a': 1, 'c': 2}).groups_.index.tolist() == ['c', 'a', 'b']     # ties by tag
 
 
@@ -64,15 +63,15 @@ def test_tfg_rules_properties(counts, G, rule):
     g = quiet(TagFrequency(n_groups=G, rule=rule).fit, counts)
     ids, v = g.groups_.to_numpy(), g.counts_.to_numpy()
     total = v.sum()
-    assert ids[0] == 0 and (np.diff(ids) >= 0).all() and (np.diff(ids) <= 1).all()   # contiguous in frequency order
-    assert g.n_groups_ == ids.max() + 1 <= G
-    for k in range(g.n_groups_ - 1):                       # every closed group passed 1/G, and not before its last tag
+    assert ids[0] == 1 and (np.diff(ids) >= 0).all() and (np.diff(ids) <= 1).all()   # contiguous in frequency order
+    assert g.n_groups_ == ids.max() <= G
+    for k in range(1, g.n_groups_):                       # every closed group passed 1/G, and not before its last tag
         s = v[ids == k]
         assert (s.sum() * G > total) if rule == '>' else (s.sum() * G >= total)
         assert (s[:-1].sum() * G <= total) if rule == '>' else (s[:-1].sum() * G < total)
     if G <= len(counts):
         b = TagFrequency(n_groups=G, rule=rule, balanced=True).fit(counts)
-        assert b.n_groups_ == G and set(b.groups_) == set(range(G))
+        assert b.n_groups_ == G and set(b.groups_) == set(range(1, G + 1))
         assert (np.diff(b.groups_.to_numpy()) >= 0).all()
         if g.n_groups_ == G: assert b.groups_.equals(g.groups_)   # balanced only differs where the rule falls short
     else:
@@ -92,13 +91,13 @@ def test_fit_accepts_counts_or_labels_alike():
 
 def test_unseen_tags_go_to_the_last_group_with_a_warning():
     g = TagFrequency(n_groups=3, balanced=True).fit({'N': 10, 'V': 5, 'A': 2, 'X': 0})
-    assert g.groups_['X'] == 2                                           # a zero count is an unseen tag
-    with pytest.warns(UserWarning, match=r'tfg: 3 of 5 labels \(2 distinct tags unseen in training, .*\) go to the last group \(2\)'):
+    assert g.groups_['X'] == 3                                           # a zero count is an unseen tag
+    with pytest.warns(UserWarning, match=r'tfg: 3 of 5 labels \(2 distinct tags unseen in training, .*\) go to the last group \(3\)'):
         out = g.assign(pd.Series(['N', 'Q', 'Q', 'V', 'Z']))
-    assert out.tolist() == [0, 2, 2, 1, 2] and out.dtype == np.intp
+    assert out.tolist() == [1, 3, 3, 2, 3] and out.dtype == np.intp
     with pytest.raises(ValueError, match='none of the 2 distinct labels was seen in training and they are of another kind'):
         g.assign([0, 1])
-    with pytest.warns(UserWarning, match='1 of 1 labels'): assert g.assign(['Q']).tolist() == [2]   # one unseen name: fine
+    with pytest.warns(UserWarning, match='1 of 1 labels'): assert g.assign(['Q']).tolist() == [3]   # one unseen name: fine
     with pytest.raises(ValueError, match='labels: 1 of 2 values are missing'): g.assign(['N', None])
     with pytest.raises(ValueError, match='labels is empty'): g.assign([])
 
@@ -112,8 +111,8 @@ def test_assign_agrees_with_the_fitted_table(ccg):
 
 
 def test_bad_parameters_and_counts():
-    with pytest.raises(ValueError, match='n_groups must be an integer >= 1, got 0'): TagFrequency(n_groups=0)
-    with pytest.raises(ValueError, match='n_groups must be an integer >= 1'): calibkit.grouper('tfg', n_groups=2.5)
+    with pytest.raises(ValueError, match='n_groups must be an integer >= 1, got 0'): TagFrequency(n_groups=0).fit(['a'])
+    with pytest.raises(ValueError, match='n_groups must be an integer >= 1'): TagFrequency(n_groups=2.5).fit(['a'])
     with pytest.raises(ValueError, match='n_groups=3 but only 2 tags were seen'): TagFrequency(n_groups=3, balanced=True).fit(['a', 'b'])
     with pytest.raises(ValueError, match='not fitted'): TagFrequency().table()
     with pytest.raises(ValueError, match='not fitted'): Shared().assign(['a'])
@@ -123,31 +122,31 @@ def test_bad_parameters_and_counts():
     with pytest.raises(TypeError, match='counts must be numbers'): tag_counts({'a': 'many'})
     with pytest.raises(ValueError, match='appear more than once'): tag_counts(pd.Series([1, 2], index=['a', 'a']))
     with pytest.raises(ValueError, match='must be 1-dimensional'): tag_counts(np.array([['a', 'b']]))
-    with pytest.raises(ValueError, match='exactly one of pattern'): BySubtag()
-    with pytest.raises(ValueError, match='min_count must be an integer >= 1'): PerClass(min_count=0)
+    with pytest.raises(ValueError, match='exactly one of pattern'): BySubtag().fit(['a'])
+    with pytest.raises(ValueError, match='min_count must be an integer >= 1'): PerClass(min_count=0).fit(['a'])
 
 
 def test_shared_is_one_group_for_everything():
-    g = calibkit.grouper('shared').fit(['N', 'V'])
-    assert g.assign(['N', 'never-seen', 'V']).tolist() == [0, 0, 0] and g.n_groups_ == 1
+    g = Shared().fit(['N', 'V'])
+    assert g.assign(['N', 'never-seen', 'V']).tolist() == [1, 1, 1] and g.n_groups_ == 1
     assert g.table().n_tags.tolist() == [2]
 
 
 def test_per_class_pools_rare_and_unseen_tags_in_the_last_group():
-    g = calibkit.grouper('per_class', min_count=3).fit({'N': 9, 'V': 4, 'A': 2, 'B': 1})
-    assert g.n_groups_ == 3 and g.groups_.to_dict() == {'N': 0, 'V': 1, 'A': 2, 'B': 2}
-    with pytest.warns(UserWarning, match='go to the last group'): assert g.assign(['Q']).tolist() == [2]
+    g = PerClass(min_count=3).fit({'N': 9, 'V': 4, 'A': 2, 'B': 1})
+    assert g.n_groups_ == 3 and g.groups_.to_dict() == {'N': 1, 'V': 2, 'A': 3, 'B': 3}
+    with pytest.warns(UserWarning, match='go to the last group'): assert g.assign(['Q']).tolist() == [3]
     assert PerClass().fit({'N': 9, 'V': 4}).table().n_tags.tolist() == [1, 1, 0]
 
 
 def test_by_subtag_pattern_and_key():
     tags = {'B-V-v.motion': 40, 'I-V-v.motion': 5, 'B-N-n.act': 30, 'B-N-n.person': 25, 'O': 100}
-    g = calibkit.grouper('by_subtag', pattern=r'^[BI]-([^-]+)').fit(tags)
+    g = BySubtag(pattern=r'^[BI]-([^-]+)').fit(tags)
     assert g.table().key.tolist() == ['O', 'N', 'V'] and g.table().n_tags.tolist() == [1, 2, 2]
-    assert g.assign(['B-N-n.time', 'I-V-v.motion']).tolist() == [1, 2]        # unseen, known key: no warning
-    with pytest.warns(UserWarning, match='1 of 1 labels'): assert g.assign(['B-P-p.loc']).tolist() == [2]
+    assert g.assign(['B-N-n.time', 'I-V-v.motion']).tolist() == [2, 3]        # unseen, known key: no warning
+    with pytest.warns(UserWarning, match='1 of 1 labels'): assert g.assign(['B-P-p.loc']).tolist() == [3]
     whole = BySubtag(pattern=r'^[A-Z]{2}').fit({'NN': 3, 'NNS': 1, 'VB': 2, 'VBZ': 1, ',': 5})   # no capture group: the match
-    assert whole.groups_.to_dict() == {',': 0, 'NN': 1, 'NNS': 1, 'VB': 2, 'VBZ': 2}              # ',' unmatched: its own key
+    assert whole.groups_.to_dict() == {',': 1, 'NN': 2, 'NNS': 2, 'VB': 3, 'VBZ': 3}              # ',' unmatched: its own key
 
 
 def test_ccg_result_category():
@@ -167,8 +166,17 @@ def test_group_map_feeds_gmce(ccg):
     gold = np.array([rng.choice(31, p=p) for p in S])
     ev = events_from_scores(S, gold, threshold=.01, labels=names)
     with pytest.warns(UserWarning, match='unseen-tag'): m = group_map(g, ev.label)
-    assert m['unseen-tag'] == 4 and m['N'] == 0 and len(m) == 427
+    assert m['unseen-tag'] == 5 and m['N'] == 1 and len(m) == 427
     with pytest.warns(UserWarning): gid = g.assign(ev.label)
-    direct = quiet(gmce, ev.assign(label=gid), {k: k for k in range(5)})
+    direct = quiet(gmce, ev.assign(label=gid), {k: k for k in range(1, 6)})
     via_map = quiet(gmce, ev, m)
     assert np.allclose(via_map.gmce, direct.gmce) and (via_map.n_events == direct.n_events).all()
+
+
+def test_groups_are_numbered_1_to_g_and_groupers_are_scikit_learn_estimators(ccg):
+    from sklearn.base import clone
+    g = TagFrequency(n_groups=5).fit(ccg)
+    assert g.table().group.tolist() == [1, 2, 3, 4, 5] and g.groups_['N'] == 1 and g.groups_.max() == 5
+    c = clone(g)
+    assert c.get_params() == g.get_params() and not hasattr(c, 'groups_')
+    assert repr(TagFrequency(n_groups=3)) == 'TagFrequency(n_groups=3)'

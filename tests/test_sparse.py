@@ -8,7 +8,7 @@ from calibkit.groupers import group_map
 from calibkit.metrics import gmce, smce
 from calibkit.plugins import grouper, recalibrator
 from calibkit.recalibrators import Grouped
-from calibkit.sparse import (TECHNIQUES, paper_findings, recalibrate, sparse_study, sparse_study_from_scores,
+from calibkit.sparse import (RECALIBRATORS, paper_findings, recalibrate, sparse_study, sparse_study_from_scores,
                              table1, group_table, arrow_chart)
 
 COUNTS = {'a': 6, 'b': 3, 'c': 1}           # G = 2, rule '>': a alone holds 6/10 > 1/2 -> groups {a}, {b, c}
@@ -64,11 +64,11 @@ def test_table_equals_direct_smce_gmce_on_recalibrated_events():
     r = sparse_study(COUNTS, dev, test, n_groups=2, n_bins=2, min_events=10)
     tfg = grouper('tfg', n_groups=2).fit(COUNTS)
     gm = group_map(tfg, test.label)
-    for t in TECHNIQUES:
+    for t in RECALIBRATORS:
         for gname, g in (('SCW', grouper('shared').fit(COUNTS)), ('TFG', tfg)):
             rec = recalibrator(t) if t == 'isotonic' else recalibrator(t, n_bins=2)
             out = Grouped(g, rec, min_events=10).fit(dev).transform(test)
-            row = r[(r.technique == t) & (r.grouping == gname)].set_index('group')
+            row = r[(r.recalibrator == t) & (r.grouper == gname)].set_index('group')
             assert row.after['all'] == pytest.approx(smce(out, n_bins=2), abs=1e-15)
             np.testing.assert_allclose(row.after[['1', '2']].to_numpy(), gmce(out, gm, n_bins=2).gmce.to_numpy(), atol=1e-15)
 
@@ -77,9 +77,9 @@ def test_delta_pct_and_interval_columns(scores):
     r = sparse_study_from_scores(*scores)
     np.testing.assert_allclose(r.delta_pct, 100 * (r.after - r.before) / r.before, rtol=1e-12)
     assert (r.after_lo <= r.after_hi).all() and (r.before_lo <= r.before_hi).all()
-    assert len(r) == len(TECHNIQUES) * 2 * 6
-    # per (technique, grouping), the groups' events add up to all events
-    n = r.pivot_table(index=['technique', 'grouping'], columns='group', values='n_events', aggfunc='first')
+    assert len(r) == len(RECALIBRATORS) * 2 * 6
+    # per (recalibrator, grouper), the groups' events add up to all events
+    n = r.pivot_table(index=['recalibrator', 'grouper'], columns='group', values='n_events', aggfunc='first')
     assert (n[['1', '2', '3', '4', '5']].sum(axis=1) == n['all']).all()
 
 
@@ -89,7 +89,7 @@ def test_gmce_with_one_group_is_smce(scores):
     np.testing.assert_allclose(a.after, g.after, atol=1e-15)
     np.testing.assert_allclose(a.before, g.before, atol=1e-15)
     # one group: TFG recalibration is SCW recalibration
-    np.testing.assert_allclose(r.after[r.grouping == 'SCW'].to_numpy(), r.after[r.grouping == 'TFG'].to_numpy(), atol=1e-15)
+    np.testing.assert_allclose(r.after[r.grouper == 'SCW'].to_numpy(), r.after[r.grouper == 'TFG'].to_numpy(), atol=1e-15)
 
 
 def test_scores_and_events_routes_give_identical_tables(scores):
@@ -111,8 +111,8 @@ def test_recalibrated_events_keep_everything_but_conf(scores):
     train, S_dev, g_dev, S_test, g_test = scores
     dev, test = events_from_scores(S_dev, g_dev, threshold=.01), events_from_scores(S_test, g_test, threshold=.01)
     test = test.assign(kind='marginal').set_axis(np.arange(len(test))[::-1] * 3)
-    for t in TECHNIQUES:
-        out = recalibrate(grouper('tfg', n_groups=5).fit(train), t, dev, test)
+    for t in RECALIBRATORS:
+        out = recalibrate(grouper('tfg', n_groups=5).fit(train), recalibrator(t), dev, test)
         assert list(out.columns) == list(test.columns) and (out.index == test.index).all()
         pd.testing.assert_frame_equal(out.drop(columns='conf'), test.drop(columns='conf'))
         assert not np.array_equal(out.conf.to_numpy(), test.conf.to_numpy())
@@ -121,9 +121,9 @@ def test_recalibrated_events_keep_everything_but_conf(scores):
 def test_table1_layout(scores):
     r = sparse_study_from_scores(*scores)
     t = table1(r)
-    assert list(t.index[:7]) == ['uncalibrated'] + [f'{a} · {g}' for a in TECHNIQUES for g in ('SCW', 'TFG')]
+    assert list(t.index[:7]) == ['uncalibrated'] + [f'{a} · {g}' for a in RECALIBRATORS for g in ('SCW', 'TFG')]
     assert list(t.columns) == [f'{s}{x}' for s in ('SMCE', 'GMCE 1', 'GMCE 5') for x in ('', ' Δ%', ' CI')]
-    row = r[(r.technique == 'isotonic') & (r.grouping == 'TFG') & (r.group == '5')].iloc[0]
+    row = r[(r.recalibrator == 'isotonic') & (r.grouper == 'TFG') & (r.group == '5')].iloc[0]
     assert t.loc['isotonic · TFG', 'GMCE 5'] == f'{row.after:.4f}'
     assert t.loc['isotonic · TFG', 'GMCE 5 Δ%'] == f'{row.delta_pct:+.1f}%'.replace('-', '−')
     g = r.attrs['groups']
@@ -144,17 +144,16 @@ def test_labels_missing_from_counts_go_to_the_last_group_with_one_warning(scores
     msgs = [str(w.message) for w in rec if 'unseen in training' in str(w.message)]
     assert len(msgs) == 1 and '1 distinct' in msgs[0] and 'last group (5)' in msgs[0], msgs
     g5 = grouper('tfg', n_groups=5).fit(known)
-    expected = int((g5.assign(test.label[test.label != 39]) == 4).sum()) + int((test.label == 39).sum())
+    expected = int((g5.assign(test.label[test.label != 39]) == 5).sum()) + int((test.label == 39).sum())
     assert r.attrs['groups'].test_events.iloc[-1] == expected
 
 
 @pytest.mark.parametrize('kw, msg', [
-    (dict(threshold=1.0), 'threshold must be a number in [0, 1)'),
-    (dict(threshold=-0.01), 'threshold must be a number in [0, 1)'),
-    (dict(threshold='0.01'), 'threshold must be a number in [0, 1)'),
+    (dict(threshold=1.0), 'threshold must be a finite number in [0, 1)'),
+    (dict(threshold=-0.01), 'threshold must be a finite number in [0, 1)'),
     (dict(n_bins=0), 'n_bins must be an integer >= 1'),
-    (dict(techniques=[]), 'techniques is empty'),
-    (dict(techniques=['histogram', 'histogram']), "'histogram' appears twice"),
+    (dict(recalibrators=[]), 'recalibrators is empty'),
+    (dict(recalibrators=['histogram', 'histogram']), "'histogram' appears twice"),
 ])
 def test_bad_parameters(kw, msg):
     dev, test = hand_events()
@@ -164,6 +163,8 @@ def test_bad_parameters(kw, msg):
 
 def test_bad_inputs():
     dev, test = hand_events()
+    with pytest.raises(TypeError, match="threshold must be a number, got str '0.01'"):      # the C1 validator: a TypeError for text
+        sparse_study(COUNTS, dev, test, threshold='0.01')
     with pytest.raises(ValueError, match='counts: 1 of 3 values are not finite non-negative'):
         sparse_study({**COUNTS, 'c': -1}, dev, test)
     with pytest.raises(ValueError, match='dev_events is empty'):
@@ -197,13 +198,13 @@ def test_paper_findings_on_hand_set_results():
         for g in ('SCW', 'TFG'):
             for s, before, after in (('all', 1., .5), ('1', 1., 1.2 if (t, g) == ('histogram', 'SCW') else .9),
                                      ('2', 1., .3 if g == 'TFG' else .6)):
-                rows.append(dict(technique=t, grouping=g, group=s, before=before, after=after))
+                rows.append(dict(recalibrator=t, grouper=g, group=s, before=before, after=after))
     r = pd.DataFrame(rows)
     r['delta_pct'] = 100 * (r.after - r.before) / r.before
     f = paper_findings(r)
     assert list(f.holds) == [True, True, True, True]
     assert 'histogram SCW +20.0%' in f.evidence[2] and 'histogram 1, isotonic 0' in f.evidence[3]
-    r.loc[(r.technique == 'isotonic') & (r.grouping == 'TFG') & (r.group == '2'), 'after'] = .7
+    r.loc[(r.recalibrator == 'isotonic') & (r.grouper == 'TFG') & (r.group == '2'), 'after'] = .7
     assert list(paper_findings(r).holds) == [True, False, True, True]
 
 
@@ -225,10 +226,42 @@ def test_property_uncalibrated_column_is_gmce_of_the_test_events(seed, n_groups)
     dev, test = events_from_scores(S[:300], gold[:300], threshold=.01), events_from_scores(S[300:], gold[300:], threshold=.01)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')                    # small groups: pooled models, one event per bin
-        r = sparse_study(train, dev, test, techniques=['isotonic'], n_groups=n_groups)
+        r = sparse_study(train, dev, test, recalibrators=['isotonic'], n_groups=n_groups)
         tfg = grouper('tfg', n_groups=n_groups).fit(train)
         g = gmce(test, group_map(tfg, test.label))
-    first = r[r.grouping == 'SCW'].set_index('group')
+    first = r[r.grouper == 'SCW'].set_index('group')
     assert first.before['all'] == pytest.approx(smce(test), abs=1e-15)
     for grp, value in zip(g.group, g.gmce):
-        assert first.before[str(grp + 1)] == pytest.approx(value, abs=1e-15)
+        assert first.before[str(grp)] == pytest.approx(value, abs=1e-15)          # group ids 1..G in both
+
+
+def two_tag_events(n, seed):
+    "Tag a over-confident, tag b under-confident; 4 tokens per sentence (item)."
+    r = np.random.default_rng(seed)
+    lab = np.where(r.random(n) < .6, 'a', 'b')
+    q = r.uniform(.05, .95, n)
+    y = (r.random(n) < np.where(lab == 'a', q ** 2, np.sqrt(q))).astype(np.uint8)
+    return pd.DataFrame({'item': np.arange(n) // 4, 'label': lab, 'conf': q, 'correct': y})
+
+
+def test_choose_n_groups_finds_the_known_answer_and_is_deterministic():
+    from calibkit.sparse import choose_n_groups
+    dev = two_tag_events(8000, 1)
+    ch = choose_n_groups({'a': 60, 'b': 40}, dev, candidates=[1, 2, 3], seed=0)
+    assert ch.n_groups == 2 and ch.table.chosen.tolist() == [False, True, False]
+    assert ch.table.n_groups_fitted.tolist() == [1, 2, 2] and ch.table.smce[1] == ch.table.smce[2]   # G = 3 ties with 2
+    assert ch.table.gmce_eval[1] < ch.table.gmce_eval[0] / 2 and ch.table.gmce_eval[1] == ch.table.gmce_eval[2]
+    assert (ch.table.gmce_eval < ch.table.attrs['gmce_eval_before']).all()
+    assert ch.table.gmce_mean[0] == ch.table.smce[0]                 # G = 1: its one group's GMCE is SMCE
+    pd.testing.assert_frame_equal(choose_n_groups({'a': 60, 'b': 40}, dev, candidates=[3, 2, 1], seed=0).table, ch.table)
+    with pytest.raises(ValueError, match='candidates must be an integer >= 1'): choose_n_groups({'a': 1}, dev, candidates=[0])
+
+
+def test_fold_ids_keep_items_together():
+    from calibkit.sparse import fold_ids
+    ev = two_tag_events(400, 2)
+    f = fold_ids(ev, 5, seed=3)
+    assert ev.assign(f=f).groupby('item').f.nunique().max() == 1 and set(f) == set(range(5))
+    assert np.array_equal(f, fold_ids(ev, 5, seed=3)) and not np.array_equal(f, fold_ids(ev, 5, seed=4))
+    g = fold_ids(ev.drop(columns='item'), 5, seed=3)                 # no items: single events, balanced folds
+    assert np.bincount(g).tolist() == [80] * 5
