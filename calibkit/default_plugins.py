@@ -27,8 +27,8 @@ def register_groupers(register):
     for cls in (Shared, TagFrequency, PerClass, BySubtag): register(cls)
 
 # %% ../nbs/19_default_plugins.ipynb #43bcd8a6
-from .recalibrators import HistogramBinning, Isotonic, Platt, ScalingBinning
+from .recalibrators import BetaCalibration, HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS
 
 @hookimpl
 def register_recalibrators(register):
-    for cls in (HistogramBinning, Isotonic, Platt, ScalingBinning): register(cls)
+    for cls in (HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS, BetaCalibration): register(cls)

@@ -24,7 +24,7 @@ def data():
     (dict(n=True), 'n must be an integer >= 1'),
     (dict(n=5, alpha=0), 'alpha must be a finite number > 0'), (dict(n=5, beta=np.inf), 'beta must be a finite number > 0'),
     (dict(n=5, alpha=np.nan), 'alpha must be'), (dict(n=5, beta='2'), 'beta must be'),
-    (dict(n=5, k=0.51), 'k must be a number in [0, 0.5]'), (dict(n=5, k=-0.01), 'k must be'),
+    (dict(n=5, k=0.51), 'k must be a finite number in [0, 0.5]'), (dict(n=5, k=-0.01), 'k must be'),
     (dict(n=5, k=np.nan), 'k must be'), (dict(n=5, k=True), 'k must be')])
 def test_synthetic_rejects_bad_input(kw, msg):
     with pytest.raises(ValueError, match=msg.replace('[', r'\[').replace(']', r'\]')): synthetic(**kw)

@@ -60,7 +60,7 @@ def test_register_groupers_hook():
         def register_groupers(register): register(Suffix)
     with registered(Plugin):
         g = calibkit.grouper('suffix').fit({'NN': 5, 'VB': 3, 'NNS': 2, 'VBS': 1})
-        assert list(g.assign(['VBS', 'NN', 'VB'])) == [2, 0, 1]      # keys by frequency: N (5), then B and S (3 each, tie by key)
+        assert list(g.assign(['VBS', 'NN', 'VB'])) == [3, 1, 2]      # groups 1..G; keys by frequency: N (5), then B and S (3 each, tie by key)
         assert g.table().n_tags.sum() == 4
 
 
@@ -81,7 +81,7 @@ def test_builtins_are_listed_with_their_distribution():
     assert list(t.columns) == ['kind', 'name', 'description', 'distribution', 'version', 'params']
     assert {r.plugin for table in P.registry().values() for r in table.values()} == {'calibkit.default_plugins'}
     mine = t[t.kind.isin(['grouper', 'recalibrator'])]
-    assert sorted(mine.name) == ['by_subtag', 'histogram', 'isotonic', 'per_class', 'platt', 'scaling_binning', 'shared', 'tfg']
+    assert sorted(mine.name) == ['beta', 'by_subtag', 'histogram', 'isotonic', 'per_class', 'platt', 'scaling_binning', 'scaling_binning_kls', 'shared', 'tfg']
     assert set(t.distribution) == {'calibkit'}                       # installed plugins are not loaded in tests
     assert set(t.version) == {importlib.metadata.version('calibkit')}
     assert sorted(t.name[t.kind == 'extractor']) == ['coref_mc', 'crf_marginals', 'crfsuite', 'seq2seq', 'softmax']
@@ -102,9 +102,9 @@ def test_bad_parameters_name_the_plugin_and_the_accepted_ones():
     msg = str(e.value)
     assert "recalibrator 'scaling_binning' from plugin 'calibkit.default_plugins' (distribution 'calibkit')" in msg
     assert "unexpected keyword argument 'bins'" in msg
-    assert "accepted parameters: n_bins=None, scaler='isotonic', split=0.5, seed=None" in msg
-    with pytest.raises(ValueError, match='n_groups must be an integer >= 1'):       # the class's own validation
-        calibkit.grouper('tfg', n_groups=0)
+    assert "accepted parameters: n_bins=None, scaler=None, split=0.5, seed=None" in msg
+    with pytest.raises(ValueError, match='n_groups must be an integer >= 1'):       # the class's own validation, in fit
+        calibkit.grouper('tfg', n_groups=0).fit({'N': 3, 'V': 2})
 
 
 def test_duplicate_names_are_refused_naming_both_sources():
@@ -201,7 +201,7 @@ def test_fixture_loads_the_installed_plugin(entry_point_plugins):
     assert t.loc['first_char', 'kind'] == 'grouper' and P.registry()['recalibrator']['temperature'].plugin == 'example'
     assert t.loc['temperature', 'version'] == '0.1.0' and t.loc['temperature', 'params'] == 'eps=1e-06'
     g = calibkit.grouper('first_char').fit({'NN': 5, 'NNS': 2, 'VB': 4})
-    assert list(g.assign(['VBD', 'NNP'])) == [1, 0]
+    assert list(g.assign(['VBD', 'NNP'])) == [2, 1]
     rng = np.random.default_rng(0)
     q = rng.beta(2, 2, 5000); y = (rng.random(5000) < q).astype(np.uint8)
     over = calibkit.recalibrator('temperature').fit(1 / (1 + ((1 - q) / q) ** 2), y)   # conf = σ(2 logit q)
@@ -241,12 +241,12 @@ def test_installed_plugin_is_usable_by_name_in_a_user_process():
     r = run_python('import calibkit; g = calibkit.grouper("first_char").fit(["NN", "VB", "NNS"]); '
                    'print(g.assign(["NNP", "VBZ"]).tolist())')
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == '[0, 1]'
+    assert r.stdout.strip() == '[1, 2]'
 
 
 def test_params_column_lists_constructor_parameters_with_defaults():
     t = calibkit.plugins().set_index('name')
-    assert t.loc['scaling_binning', 'params'] == "n_bins=None, scaler='isotonic', split=0.5, seed=None"
+    assert t.loc['scaling_binning', 'params'] == "n_bins=None, scaler=None, split=0.5, seed=None"
     assert t.loc['shared', 'params'] == ''
     assert t.loc['tfg', 'params'] == 'n_groups=None, rule=None, balanced=False'
 
@@ -293,7 +293,7 @@ def test_a_broken_installed_plugin_is_skipped_with_one_warning(tmp_path, error, 
     assert out['g'] == 'TagFrequency' and out['n'] >= 13               # the built-ins keep working
     (row,) = [b for b in out['broken'] if b['plugin'] == 'brk']
     assert row['distribution'] == 'broken-plugin' and row['error'].startswith(shown)
-    assert '\n' not in out['miss'] and out['miss'].startswith("unknown recalibrator 'torchy'; known recalibrators: histogram")
+    assert '\n' not in out['miss'] and out['miss'].startswith("unknown recalibrator 'torchy'; known recalibrators: beta, histogram")
     assert f"; note: plugin 'brk' (distribution 'broken-plugin') failed to load: {shown}" in out['miss']
 
 

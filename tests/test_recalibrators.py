@@ -257,7 +257,7 @@ def test_scikit_learn_style_parameters_and_import_calibkit_stays_light():
     p = Platt()
     assert sb.set_params(scaler=p).get_params(deep=False) == dict(n_bins=5, scaler=p, split=0.5, seed=3)
     sb.set_params(split=2.0)                                       # scikit-learn convention: parameters are checked in fit
-    with pytest.raises(ValueError, match='split must be a finite number'): sb.fit(*synthetic(100, seed=0))
+    with pytest.raises(ValueError, match='split must be a finite number in'): sb.fit(*synthetic(100, seed=0))
 
 
 def test_grouped_bad_input():
