@@ -11,11 +11,10 @@ from sklearn.isotonic import isotonic_regression
 from .events import as_pairs, check_float, check_int
 
 # %% auto #0
-__all__ = ['grid_size', 'kernel_smooth', 'smooth_ece_at', 'smooth_bandwidth', 'smooth_ece', 'smooth_curve', 'CORP', 'corp',
-           'corp_curve']
+__all__ = ['kernel_smooth', 'smooth_ece_at', 'smooth_bandwidth', 'smooth_ece', 'smooth_curve', 'CORP', 'corp', 'corp_curve']
 
-# %% ../nbs/04_diagnostics.ipynb #2cd0a9c4
-def grid_size(sigma: float) -> int:
+# %% ../nbs/04_diagnostics.ipynb #92b911a2
+def _grid_size(sigma: float) -> int:
     "Points of the grid the kernel sums live on for bandwidth `sigma` (relplot's choice: ≥ 1001, ~10/σ)."
     return max(2000, round(20 / sigma)) // 2 + 1
 
@@ -40,7 +39,7 @@ def kernel_smooth(c: np.ndarray, v: np.ndarray, sigma: float, mesh: np.ndarray, 
                   cache: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Kernel regression of `v` on `c` at `mesh` with a reflected Gaussian of width `sigma`: (smoothed v, density + 1e-4).
     `weights` (default 1) weight the density; `cache` keeps the grid sums per grid size for repeated calls on the same data."""
-    m = grid_size(sigma)
+    m = _grid_size(sigma)
     cache = {} if cache is None else cache
     if m not in cache: cache[m] = (_grid_sums(c, v, m), _grid_sums(c, weights, m))
     grid = np.linspace(0, 1, m)
@@ -55,6 +54,7 @@ def smooth_ece_at(c: np.ndarray, r: np.ndarray, sigma: float, cache: dict | None
     r, dens = kernel_smooth(c, r, sigma, mesh, cache=cache)
     return float(np.sum(np.abs(r) * dens) / np.sum(dens))
 
+# %% ../nbs/04_diagnostics.ipynb #46292aa4
 def smooth_bandwidth(conf, correct=None, *, eps: float = 0.001) -> float:
     "The bandwidth σ* with smECE_σ* ≈ σ* (Błasiok & Nakkiran 2023, §4), by relplot's bisection (10 steps, floor `eps`)."
     c, y = as_pairs(conf, correct)
@@ -72,7 +72,7 @@ def _bandwidth(c, y, eps, cache) -> float:
         else: above = mid
     return above
 
-# %% ../nbs/04_diagnostics.ipynb #834fa7fd
+# %% ../nbs/04_diagnostics.ipynb #fcde55d5
 def smooth_ece(conf, correct=None, *, sigma: float | None = None, eps: float = 0.001) -> float:
     "Smooth ECE (Błasiok & Nakkiran 2023) at the automatic bandwidth, or at `sigma` if given; equals `relplot.smECE`."
     c, y = as_pairs(conf, correct)
@@ -81,7 +81,7 @@ def smooth_ece(conf, correct=None, *, sigma: float | None = None, eps: float = 0
     else: sigma = check_float('sigma', sigma, 0, 1, lo_open=True)
     return smooth_ece_at(c, c - y, sigma, cache)
 
-# %% ../nbs/04_diagnostics.ipynb #72b929eb
+# %% ../nbs/04_diagnostics.ipynb #26eb9f1a
 def smooth_curve(conf, correct=None, *, n_points: int = 200, sigma: float | None = None, n_boot: int = 0,
                  level: float = 0.95, seed: int = 0) -> pd.DataFrame:
     "The smoothed reliability curve: columns `conf, acc, density` (+ `lo, hi` when `n_boot` > 0); attrs `sigma`, `smece`."
@@ -103,7 +103,7 @@ def smooth_curve(conf, correct=None, *, n_points: int = 200, sigma: float | None
     out.attrs.update(sigma=sigma, smece=smooth_ece_at(c, c - y, sigma, cache))
     return out
 
-# %% ../nbs/04_diagnostics.ipynb #ecec7230
+# %% ../nbs/04_diagnostics.ipynb #2b1ad65a
 class CORP(NamedTuple):
     "The CORP decomposition of the mean Brier score: score = miscalibration − discrimination + uncertainty."
     score: float
@@ -111,6 +111,7 @@ class CORP(NamedTuple):
     discrimination: float
     uncertainty: float
 
+# %% ../nbs/04_diagnostics.ipynb #fa62ef2e
 def _pav(conf, correct):
     "Distinct confidences, their counts and outcome sums, and the PAV (isotonic) fit at each."
     c, y = as_pairs(conf, correct)
@@ -126,7 +127,7 @@ def corp(conf, correct=None) -> CORP:
     s, s_hat, unc = brier(u), brier(fit), brier(np.full_like(u, base))
     return CORP(s, s - s_hat, unc - s_hat, unc)
 
-# %% ../nbs/04_diagnostics.ipynb #a4b52bc7
+# %% ../nbs/04_diagnostics.ipynb #dad55d19
 def corp_curve(conf, correct=None) -> pd.DataFrame:
     "The CORP reliability diagram (PAV step function) as rows `conf, acc, n`: each block's lowest and highest confidence."
     u, cnt, _, fit = _pav(conf, correct)

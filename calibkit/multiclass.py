@@ -53,6 +53,7 @@ def softmax_rows(S: np.ndarray) -> np.ndarray:
     S /= S.sum(axis=1, keepdims=True)
     return S
 
+# %% ../nbs/31_multiclass.ipynb #e8838842
 def nll_grad(Z: np.ndarray, gold: np.ndarray, w: np.ndarray, b: np.ndarray | float = 0.0
              ) -> tuple[float, np.ndarray, np.ndarray]:
     "NLL of softmax(w ⊙ z + b) and its gradients in w and b (length K each)."
@@ -66,7 +67,7 @@ def nll_grad(Z: np.ndarray, gold: np.ndarray, w: np.ndarray, b: np.ndarray | flo
     gb = (P.sum(axis=0) - np.bincount(gold, minlength=k)) / n
     return float(loss), gw, gb
 
-# %% ../nbs/31_multiclass.ipynb #f28348f4
+# %% ../nbs/31_multiclass.ipynb #b7509a52
 def group_ids(groups, k: int) -> tuple[np.ndarray, np.ndarray]:
     "The group position (0..G-1) of each of `k` columns and the sorted group labels, from None, an array of k labels or a mapping."
     if groups is None: return np.zeros(k, np.intp), np.array([1])
@@ -80,6 +81,7 @@ def group_ids(groups, k: int) -> tuple[np.ndarray, np.ndarray]:
     codes, labels = pd.factorize(g, sort=True)
     return codes.astype(np.intp), np.asarray(labels)
 
+# %% ../nbs/31_multiclass.ipynb #6fd8e387
 class _Scaling(BaseEstimator):
     "What both scalings share: `transform` = row softmax of the fitted `scale` of the logits."
     def transform(self, X):
@@ -117,7 +119,7 @@ class TemperatureScaling(_Scaling):
 
     def scale(self, Z: np.ndarray) -> np.ndarray: return Z * self.beta_[self.column_group_]
 
-# %% ../nbs/31_multiclass.ipynb #ac19edc6
+# %% ../nbs/31_multiclass.ipynb #4412467e
 class VectorScaling(_Scaling):
     "Vector scaling (Guo et al. 2017, §4.2): softmax(w ⊙ z + b), a weight and bias per label, fitted by minimising dev NLL."
     def __init__(self, input: str = 'logits', max_iter: int = 500):
