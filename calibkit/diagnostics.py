@@ -9,6 +9,7 @@ import numpy as np, pandas as pd
 from scipy.signal import fftconvolve
 from sklearn.isotonic import isotonic_regression
 from .events import as_pairs, check_float, check_int
+from .binning import sort_pairs
 
 # %% auto #0
 __all__ = ['kernel_smooth', 'smooth_ece_at', 'smooth_bandwidth', 'smooth_ece', 'smooth_curve', 'CORP', 'corp', 'corp_curve']
@@ -114,10 +115,10 @@ class CORP(NamedTuple):
 # %% ../nbs/04_diagnostics.ipynb #fa62ef2e
 def _pav(conf, correct):
     "Distinct confidences, their counts and outcome sums, and the PAV (isotonic) fit at each."
-    c, y = as_pairs(conf, correct)
-    u, inv = np.unique(c.astype(np.float64), return_inverse=True)
-    cnt, pos = np.bincount(inv, minlength=len(u)), np.bincount(inv, y, len(u))
-    return u, cnt, pos, isotonic_regression(pos / cnt, sample_weight=cnt.astype(np.float64))
+    cs, ys = sort_pairs(*as_pairs(conf, correct))
+    start = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]])          # first event of each distinct confidence
+    cnt, pos = np.diff(np.r_[start, len(cs)]), np.add.reduceat(ys, start, dtype=np.int64)
+    return cs[start].astype(np.float64), cnt, pos, isotonic_regression(pos / cnt, sample_weight=cnt.astype(np.float64))
 
 def corp(conf, correct=None) -> CORP:
     "CORP decomposition (Dimitriadis, Gneiting & Jordan 2021) of the mean Brier score; equals `model_diagnostics`' `decompose` with `SquaredError`."
