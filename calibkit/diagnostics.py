@@ -116,8 +116,12 @@ class CORP(NamedTuple):
 def _pav(conf, correct):
     "Distinct confidences, their counts and outcome sums, and the PAV (isotonic) fit at each."
     cs, ys = sort_pairs(*as_pairs(conf, correct))
-    start = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]])          # first event of each distinct confidence
-    cnt, pos = np.diff(np.r_[start, len(cs)]), np.add.reduceat(ys, start, dtype=np.int64)
+    new = np.empty(len(cs), bool)
+    new[0] = True
+    np.not_equal(cs[1:], cs[:-1], out=new[1:])
+    start = np.flatnonzero(new)                                       # first event of each distinct confidence
+    stop = np.r_[start[1:], len(cs)]
+    cnt, pos = np.diff(np.r_[start, len(cs)]), np.diff(np.cumsum(ys, dtype=np.int64)[stop - 1], prepend=0)
     return cs[start].astype(np.float64), cnt, pos, isotonic_regression(pos / cnt, sample_weight=cnt.astype(np.float64))
 
 def corp(conf, correct=None) -> CORP:
