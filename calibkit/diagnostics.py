@@ -121,7 +121,7 @@ def _pav(conf, correct):
     np.not_equal(cs[1:], cs[:-1], out=new[1:])
     start = np.flatnonzero(new)                                       # first event of each distinct confidence
     stop = np.r_[start[1:], len(cs)]
-    cnt, pos = np.diff(np.r_[start, len(cs)]), np.diff(np.cumsum(ys, dtype=np.int64)[stop - 1], prepend=0)
+    cnt, pos = stop - start, np.diff(np.cumsum(ys, dtype=np.int64)[stop - 1], prepend=0)
     return cs[start].astype(np.float64), cnt, pos, isotonic_regression(pos / cnt, sample_weight=cnt.astype(np.float64))
 
 def corp(conf, correct=None) -> CORP:
