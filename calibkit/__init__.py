@@ -25,9 +25,12 @@ _LAZY = {
     'sparse_study': ('sparse', 'sparse_study'), 'sparse_study_from_scores': ('sparse', 'sparse_study_from_scores'),
     'synthetic': ('studies', 'synthetic'),
     'calibration_report': ('report', 'calibration_report'),
+    'smooth_ece': ('diagnostics', 'smooth_ece'), 'smooth_curve': ('diagnostics', 'smooth_curve'),
+    'corp': ('diagnostics', 'corp'), 'corp_curve': ('diagnostics', 'corp_curve'),
+    'TemperatureScaling': ('multiclass', 'TemperatureScaling'), 'VectorScaling': ('multiclass', 'VectorScaling'),
 }
 _SUBMODULES = {'plugins', 'charts', 'studies', 'report', 'recalibrators', 'groupers', 'extractors', 'models',
-               'datasets', 'sparse', 'inputs', 'cli', 'demos', 'dask'}
+               'datasets', 'sparse', 'inputs', 'cli', 'demos', 'dask', 'diagnostics', 'multiclass'}
 
 
 def __getattr__(name):
