@@ -8,7 +8,7 @@ import re, warnings
 from typing import Callable, Mapping
 import numpy as np, pandas as pd
 from .config import default
-from .plugins import hookimpl, Params
+from sklearn.base import BaseEstimator
 
 # %% auto #0
 __all__ = ['tag_counts', 'Grouper', 'Shared', 'TagFrequency', 'PerClass', 'ccg_result', 'BySubtag', 'group_map', 'zipf_counts']
@@ -58,7 +58,7 @@ def _kinds(values) -> set[str]:
     return {'str' if isinstance(v, str) else 'number' if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
             else type(v).__name__ for v in values}
 
-class Grouper(Params):
+class Grouper(BaseEstimator):
     "Base class: `fit` on training gold-tag counts, then `assign` labels to groups 0 … n_groups_ − 1."
     name: str = ''
     description: str = ''
@@ -259,8 +259,3 @@ def zipf_counts(n_tags: int, top_share: float, *, total: int = 1_000_000, expone
     names = [f't{i}' for i in range(n_tags)] if names is None else list(names)
     if len(names) != n_tags: raise ValueError(f'names has {len(names)} entries but n_tags is {n_tags}')
     return pd.Series(np.maximum(1, np.round(total * w / w.sum())).astype(np.int64), index=pd.Index(names, dtype=object), name='count')
-
-# %% ../nbs/20_groupers.ipynb #8c9723d0
-@hookimpl(specname='register_groupers')     # a private name keeps the hook out of `import *`, which
-def _register_groupers(register):              # would register the built-ins twice from another module
-    for cls in (Shared, TagFrequency, PerClass, BySubtag): register(cls)

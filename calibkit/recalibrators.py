@@ -9,7 +9,7 @@ import numpy as np, pandas as pd
 from .config import default
 from .events import as_pairs, check_conf
 from .binning import bin_starts, sort_pairs
-from .plugins import hookimpl, Params, _note
+from sklearn.base import BaseEstimator
 
 # %% auto #0
 __all__ = ['Recalibrator', 'equal_mass_edges', 'bin_index', 'HistogramBinning', 'Isotonic', 'Platt', 'ScalingBinning', 'Grouped']
@@ -25,7 +25,7 @@ def _check_both(y: np.ndarray) -> None:
     if pos in (0, n):
         raise ValueError(f'correct: all {n} fit events are {int(pos > 0)}: a recalibrator needs both outcomes (0 and 1) to learn from')
 
-class Recalibrator(Params):
+class Recalibrator(BaseEstimator):
     "Base class: `fit(conf, correct)` on held-out events, `transform(conf)` maps confidences (frame in, frame out)."
     name: str = ''
     description: str = ''
@@ -209,7 +209,7 @@ def _group_slices(gid: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarra
     order = np.argsort(gid.astype(np.int32 if n_groups >= 2**15 else np.int16), kind='stable')
     return order, np.searchsorted(gid[order], np.arange(n_groups + 1))
 
-class Grouped(Params):
+class Grouped(BaseEstimator):
     "One recalibrator per group of tags (fitted on the group's events); small groups use a pooled model."
 
     def __init__(self, grouper, recalibrator='isotonic', min_events: int = 100):
@@ -242,7 +242,7 @@ class Grouped(Params):
             idx = order[bounds[g]:bounds[g + 1]]
             try: self.models_[g] = _instance(self.recalibrator).fit(c[idx], y[idx])
             except Exception as e:
-                _note(e, f'while fitting group {g} ({len(idx)} events)'); raise
+                e.add_note(f'while fitting group {g} ({len(idx)} events)'); raise
         self.pooled_ = None
         if not own.all():
             self.pooled_ = _instance(self.recalibrator).fit(c, y)
@@ -274,8 +274,3 @@ class Grouped(Params):
         "One row per group: group, n_events, n_correct (fit events) and model ('own' or 'pooled')."
         if not hasattr(self, 'table_'): raise _not_fitted('Grouped recalibrator')
         return self.table_
-
-# %% ../nbs/30_recalibrators.ipynb #6b258eb8
-@hookimpl(specname='register_recalibrators')     # a private name keeps the hook out of `import *`, which
-def _register_recalibrators(register):              # would register the built-ins twice from another module
-    for cls in (HistogramBinning, Isotonic, ScalingBinning, Platt): register(cls)

@@ -1,5 +1,5 @@
 "The plugin registry: hooks, built-ins, lookups and their errors, installed (entry-point) plugins and their isolation."
-import ast, importlib, inspect, json, os, subprocess, sys
+import ast, importlib, importlib.metadata, inspect, textwrap, json, os, subprocess, sys
 from pathlib import Path
 import numpy as np, pandas as pd
 import pytest
@@ -70,17 +70,21 @@ def test_register_recalibrators_hook():
         def register_recalibrators(register): register(Identity)
     with registered(Plugin, name='identity_plugin'):
         row = calibkit.plugins().set_index('name').loc['identity']
-        assert (row.kind, row.plugin, row.distribution) == ('recalibrator', 'identity_plugin', None)
+        plugin = P.registry()['recalibrator']['identity'].plugin
+        assert (row.kind, plugin, row.distribution, row.version, row.params) == ('recalibrator', 'identity_plugin', None, None, 'scale=1.0')
         assert calibkit.recalibrator('identity', scale=2.0).scale == 2.0
     assert 'identity' not in set(calibkit.plugins().name)
 
 
 def test_builtins_are_listed_with_their_distribution():
     t = calibkit.plugins()
-    assert list(t.columns) == ['kind', 'name', 'description', 'distribution', 'plugin']
-    mine = t[t.plugin.isin(['calibkit.groupers', 'calibkit.recalibrators'])]
+    assert list(t.columns) == ['kind', 'name', 'description', 'distribution', 'version', 'params']
+    assert {r.plugin for table in P.registry().values() for r in table.values()} == {'calibkit.default_plugins'}
+    mine = t[t.kind.isin(['grouper', 'recalibrator'])]
     assert sorted(mine.name) == ['by_subtag', 'histogram', 'isotonic', 'per_class', 'platt', 'scaling_binning', 'shared', 'tfg']
     assert set(t.distribution) == {'calibkit'}                       # installed plugins are not loaded in tests
+    assert set(t.version) == {importlib.metadata.version('calibkit')}
+    assert sorted(t.name[t.kind == 'extractor']) == ['coref_mc', 'crf_marginals', 'crfsuite', 'seq2seq', 'softmax']
     assert t.description.map(lambda d: bool(d) and '\n' not in d).all()
     assert t.groupby('kind').name.apply(lambda s: s.is_unique).all()
 
@@ -96,7 +100,7 @@ def test_lookups_return_fresh_instances_and_unknown_names_list_the_known():
 def test_bad_parameters_name_the_plugin_and_the_accepted_ones():
     with pytest.raises(TypeError) as e: calibkit.recalibrator('scaling_binning', bins=5)
     msg = str(e.value)
-    assert "recalibrator 'scaling_binning' from plugin 'calibkit.recalibrators' (distribution 'calibkit')" in msg
+    assert "recalibrator 'scaling_binning' from plugin 'calibkit.default_plugins' (distribution 'calibkit')" in msg
     assert "unexpected keyword argument 'bins'" in msg
     assert "accepted parameters: n_bins=None, scaler='isotonic', split=0.5, seed=None" in msg
     with pytest.raises(ValueError, match='n_groups must be an integer >= 1'):       # the class's own validation
@@ -111,7 +115,7 @@ def test_duplicate_names_are_refused_naming_both_sources():
         with pytest.raises(ValueError) as e: calibkit.grouper('shared')
     msg = str(e.value)
     assert "grouper name 'tfg' is registered twice" in msg
-    assert "calibkit.groupers.TagFrequency from plugin 'calibkit.groupers' (distribution 'calibkit')" in msg
+    assert "calibkit.groupers.TagFrequency from plugin 'calibkit.default_plugins' (distribution 'calibkit')" in msg
     assert "Tfg2 from plugin 'dup_plugin'" in msg
     assert isinstance(calibkit.grouper('tfg'), calibkit.groupers.TagFrequency)      # healthy again once it is gone
 
@@ -194,13 +198,17 @@ def test_fixture_loads_the_installed_plugin(entry_point_plugins):
     assert entry_point_plugins == ['example']
     t = calibkit.plugins().set_index('name')
     assert t.loc[['first_char', 'temperature'], 'distribution'].tolist() == ['calibkit-example-plugin'] * 2
-    assert t.loc['first_char', 'kind'] == 'grouper' and t.loc['temperature', 'plugin'] == 'example'
+    assert t.loc['first_char', 'kind'] == 'grouper' and P.registry()['recalibrator']['temperature'].plugin == 'example'
+    assert t.loc['temperature', 'version'] == '0.1.0' and t.loc['temperature', 'params'] == 'eps=1e-06'
     g = calibkit.grouper('first_char').fit({'NN': 5, 'NNS': 2, 'VB': 4})
     assert list(g.assign(['VBD', 'NNP'])) == [1, 0]
     rng = np.random.default_rng(0)
     q = rng.beta(2, 2, 5000); y = (rng.random(5000) < q).astype(np.uint8)
     over = calibkit.recalibrator('temperature').fit(1 / (1 + ((1 - q) / q) ** 2), y)   # conf = σ(2 logit q)
     assert abs(over.temperature_ - 2) < 0.2
+    ev = calibkit.extractor('conf_correct').extract({'conf': np.array([.9, .2]), 'correct': np.array([1, 0])})
+    assert ev.conf.tolist() == [.9, .2] and ev.correct.tolist() == [1, 0]
+    assert t.loc['conf_correct', 'kind'] == 'extractor' and t.loc['conf_correct', 'distribution'] == 'calibkit-example-plugin'
 
 
 def run_python(code: str, **env) -> subprocess.CompletedProcess:
@@ -234,3 +242,101 @@ def test_installed_plugin_is_usable_by_name_in_a_user_process():
                    'print(g.assign(["NNP", "VBZ"]).tolist())')
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == '[0, 1]'
+
+
+def test_params_column_lists_constructor_parameters_with_defaults():
+    t = calibkit.plugins().set_index('name')
+    assert t.loc['scaling_binning', 'params'] == "n_bins=None, scaler='isotonic', split=0.5, seed=None"
+    assert t.loc['shared', 'params'] == ''
+    assert t.loc['tfg', 'params'] == 'n_groups=None, rule=None, balanced=False'
+
+
+# --- one broken plugin breaks only itself: a real entry point on sys.path whose module raises on import ---
+
+def broken_dist(tmp_path, error='raise ImportError("no module named torchy")'):
+    "A distribution `broken-plugin` 0.2 whose entry point `brk` imports a module that raises."
+    info = tmp_path/'broken_plugin-0.2.dist-info'
+    info.mkdir()
+    (info/'METADATA').write_text('Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.2\n')
+    (info/'entry_points.txt').write_text('[calibkit]\nbrk = calibkit_broken_mod\n')
+    (tmp_path/'calibkit_broken_mod.py').write_text(error + '\n')
+    return str(tmp_path)
+
+
+BROKEN = textwrap.dedent("""
+    import warnings, json
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        import calibkit
+        t = calibkit.plugins()
+        g = type(calibkit.grouper('tfg')).__name__
+        b = calibkit.plugins.broken_plugins()
+        try: calibkit.recalibrator('torchy'); miss = None
+        except ValueError as e: miss = str(e)
+    print(json.dumps(dict(warnings=[str(x.message) for x in w], n=len(t), g=g, broken=b.to_dict('records'), miss=miss)))
+""")
+
+
+@pytest.mark.parametrize('error, shown', [
+    ('raise ImportError("no module named torchy")', 'ImportError: no module named torchy'),
+    ('1 / 0', 'ZeroDivisionError: division by zero'),
+    ('from calibkit.plugins import hookimpl\n@hookimpl\ndef register_grouper(register): pass', 'PluginValidationError'),
+])
+def test_a_broken_installed_plugin_is_skipped_with_one_warning(tmp_path, error, shown):
+    r = run_python(BROKEN, PYTHONPATH=broken_dist(tmp_path, error))
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    mine = [m for m in out['warnings'] if 'brk' in m]
+    assert len(mine) == 1, out['warnings']
+    assert "calibkit plugin 'brk' (distribution 'broken-plugin') failed to load" in mine[0]
+    assert 'CALIBKIT_DISABLE_PLUGINS=brk' in mine[0] and shown in mine[0]
+    assert out['g'] == 'TagFrequency' and out['n'] >= 13               # the built-ins keep working
+    (row,) = [b for b in out['broken'] if b['plugin'] == 'brk']
+    assert row['distribution'] == 'broken-plugin' and row['error'].startswith(shown)
+    assert '\n' not in out['miss'] and out['miss'].startswith("unknown recalibrator 'torchy'; known recalibrators: histogram")
+    assert f"; note: plugin 'brk' (distribution 'broken-plugin') failed to load: {shown}" in out['miss']
+
+
+def test_a_broken_installed_plugin_can_be_disabled_silently(tmp_path):
+    r = run_python(BROKEN, PYTHONPATH=broken_dist(tmp_path), CALIBKIT_DISABLE_PLUGINS='brk')
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert not [m for m in out['warnings'] if 'brk' in m] and not [b for b in out['broken'] if b['plugin'] == 'brk']
+    assert "note: plugin 'brk'" not in out['miss']
+
+
+def test_calibkit_plugins_command_survives_a_broken_plugin(tmp_path):
+    r = run_python('import sys; from calibkit.cli import main; sys.argv = ["calibkit", "plugins"]; sys.exit(main())',
+                   PYTHONPATH=broken_dist(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert 'tfg' in r.stdout and r.stderr.count("calibkit plugin 'brk'") == 1
+
+
+# --- the registry stands apart (issue 14) ---
+
+def imported_modules(path: Path) -> set[str]:
+    "Every module an AST imports, at any depth (functions included), relative imports made absolute."
+    pkg = '.'.join(path.relative_to(ROOT).with_suffix('').parts[:-1])
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import): out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = pkg.rsplit('.', node.level - 1)[0] if node.level else ''
+            mod = '.'.join(p for p in (base, node.module) if p)
+            out |= {mod} | {f'{mod}.{a.name}' for a in node.names}
+    return out
+
+
+def test_the_registry_imports_no_component_and_holds_no_base_class():
+    mods = imported_modules(ROOT/'calibkit'/'plugins.py')
+    assert not {m for m in mods if m.startswith('calibkit')}, mods
+    assert not hasattr(P, 'Params')
+    for name, obj in vars(P).items():
+        if inspect.isclass(obj) and obj.__module__ == 'calibkit.plugins':
+            assert name in {'Hookspecs', 'Registered', '_State', '_CallableModule'}, name
+
+
+def test_hooks_are_implemented_only_in_plugin_modules():
+    for f in sorted((ROOT/'calibkit').rglob('*.py')):
+        if f.name in ('plugins.py', 'default_plugins.py', '_modidx.py'): continue
+        assert '@hookimpl' not in f.read_text(), f'{f.relative_to(ROOT)} implements a hook: register it from calibkit.default_plugins'

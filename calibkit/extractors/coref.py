@@ -4,16 +4,17 @@
 
 # %% ../../nbs/13_extract_coref.ipynb #11bdf7fd
 from __future__ import annotations
+from collections.abc import Mapping
 from dataclasses import dataclass
 import numpy as np, pandas as pd
 from ..config import default, progress
 from fastcore.basics import patch
 from ..events import check_conf, events
-from ..plugins import hookimpl
+from .base import Extractor
 
 # %% auto #0
 __all__ = ['KINDS', 'antecedent_matrix', 'CorefSamples', 'coref_mc', 'exact_pair_probs', 'window_pairs', 'first_mentions',
-           'antecedent_correct', 'CorefMCExtractor', 'register_extractors']
+           'antecedent_correct', 'CorefMCExtractor']
 
 # %% ../../nbs/13_extract_coref.ipynb #88ccc0c2
 def antecedent_matrix(antecedent_probs) -> np.ndarray:
@@ -179,20 +180,26 @@ def events(self: CorefSamples, gold, *, window=None, kinds=KINDS, doc=None) -> p
     return ev
 
 # %% ../../nbs/13_extract_coref.ipynb #ad29dc8a
-class CorefMCExtractor:
+class CorefMCExtractor(Extractor):
     "Extractor: Monte Carlo coreference events (pair / new / antecedent) from a mention-ranking model's antecedent distributions."
     name = 'coref_mc'
     description = 'Monte Carlo coreference: same-entity, new-entity and antecedent events from sampled clusterings'
+    reads = {'antecedent_probs': 'n×(W+1) window matrix: row i = mention i, column 0 = a new entity, column d = the mention d back',
+             'gold': 'the gold entity (cluster) id of each mention'}
+    reads_optional = {'doc': 'the document name (a 0-d array)'}
 
     def __init__(self, n_samples: int | None = None, seed=None, window: int | None = None, kinds=KINDS,
                  quiet: bool | None = None):
         self.n_samples, self.seed, self.window, self.kinds, self.quiet = _check_n_samples(n_samples), seed, window, tuple(kinds), quiet
 
-    def extract(self, output, *, gold, doc=None, seed=None) -> pd.DataFrame:
-        "Events of one document: `output` = its antecedent probabilities, `gold` = its gold cluster id per mention."
+    def extract(self, output, *, gold=None, doc=None, seed=None) -> pd.DataFrame:
+        """Events of one document: `output` = its antecedent probabilities, `gold` = its gold cluster id per mention;
+        or `output` a mapping holding both (keys in `reads`, `reads_optional`)."""
+        if isinstance(output, Mapping):
+            if gold is not None: raise TypeError(f"extractor {self.name!r}: a mapping output holds the gold clusters; do not also pass ['gold']")
+            a = self.arrays(output)
+            output, gold = a['antecedent_probs'], a['gold']
+            if doc is None and a['doc'] is not None: doc = np.asarray(a['doc']).item()
+        elif gold is None: raise TypeError(f'extractor {self.name!r}: extract needs gold= (the gold cluster id per mention)')
         ms = coref_mc(output, self.n_samples, self.seed if seed is None else seed, quiet=self.quiet)
         return ms.events(gold, window=self.window, kinds=self.kinds, doc=doc)
-
-@hookimpl
-def register_extractors(register):
-    register(CorefMCExtractor)

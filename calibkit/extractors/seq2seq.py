@@ -8,11 +8,12 @@ import json
 from typing import Callable, Mapping
 import numpy as np, pandas as pd
 from ..events import as_pairs, check_conf, check_correct, _count
+from .base import Extractor
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'token_events', 'marker_word_starts', 'word_events', 'exact_match', 'sequence_events', 'hard_split',
-           'split_accuracy', 'read_calibration_metric_logits', 'hf_token_events', 'hf_word_events',
-           'hf_sequence_events', 'Seq2SeqExtractor', 'register_extractors']
+           'split_accuracy', 'read_calibration_metric_logits', 'calibration_metric_events', 'hf_token_events',
+           'hf_word_events', 'hf_sequence_events', 'Seq2SeqExtractor']
 
 # %% ../../nbs/15_extract_seq2seq.ipynb #6567bbc8
 IGNORE_INDEX = -100       # label of padding positions (Hugging Face convention)
@@ -361,6 +362,27 @@ def read_calibration_metric_logits(path, *, ignore_ids=None) -> pd.DataFrame:
     df['item'], df['pos'] = it[flat], ps[flat]
     return df
 
+# %% ../../nbs/15_extract_seq2seq.ipynb #503d8751
+def calibration_metric_events(records, *, ignore_ids=None) -> pd.DataFrame:
+    "Token events from `calibration_metric` top-logit records: dicts with `top_logits`, `top_logit_idxs`, `labels` (a `.logits` file's parsed lines)."
+    if not isinstance(records, (list, tuple)) or not records:
+        raise ValueError(f'records must be a non-empty list of dicts, got {type(records).__name__} of length {len(records) if hasattr(records, "__len__") else "?"}')
+    keys = ('top_logits', 'top_logit_idxs', 'labels')
+    for i, d in enumerate(records):
+        if not isinstance(d, Mapping): raise TypeError(f'records[{i}] must be a dict with keys {list(keys)}, got {type(d).__name__}')
+        missing = [k for k in keys if k not in d]
+        if missing: raise ValueError(f'records[{i}] lacks key(s) {missing}')
+    p, k, y = ([np.asarray(d[key], float if key == 'top_logits' else None) for d in records] for key in keys)
+    bad = [i for i in range(len(records)) if p[i].ndim != 2 or k[i].shape != p[i].shape or y[i].shape != p[i].shape[:1]]
+    if bad: raise ValueError(f'records[{bad[0]}]: top_logits {p[bad[0]].shape}, top_logit_idxs {k[bad[0]].shape} and labels '
+                             f'{y[bad[0]].shape} must be N×k, N×k and N ({len(bad)} of {len(records)} records)')
+    if len({a.shape[1] for a in p}) > 1: raise ValueError(f'records keep different top-k: {sorted({a.shape[1] for a in p})}')
+    n = np.array([len(a) for a in y])
+    df = token_events((np.concatenate(p), np.concatenate(k)), np.concatenate(y), ignore_ids=ignore_ids)
+    flat = df['pos'].to_numpy()                         # positions in the concatenation
+    df['item'], df['pos'] = np.repeat(np.arange(len(n)), n)[flat], (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))[flat]
+    return df
+
 # %% ../../nbs/15_extract_seq2seq.ipynb #20252065
 def _torch():
     try: import torch
@@ -434,13 +456,17 @@ def hf_sequence_events(model, batch: Mapping, *, refs=None, correct=None, how: s
     return sequence_events(frame, correct=correct, how=how)
 
 # %% ../../nbs/15_extract_seq2seq.ipynb #f1b4550f
-from ..plugins import hookimpl
-
-class Seq2SeqExtractor:
+class Seq2SeqExtractor(Extractor):
     "Seq2seq confidence events at the `token`, `word` or `sequence` level (Stengel-Eskin & Van Durme 2023)."
     name = 'seq2seq'
     description = ('Seq2seq model: step distributions (probs, logits or top-k) → token events (teacher forcing), '
                    'word events (min/mean over subwords) or sequence events (min/mean/prod of decoded steps)')
+    reads = {'scores': 'n×T×V step probabilities (logits with logits=True), or n×T×k top-k values with top_ids',
+             'labels': f'n×T gold ids ({IGNORE_INDEX} = padding)'}
+    reads_optional = {'top_ids': 'n×T×k vocabulary ids of a top-k scores', 'mask': 'n×T, 1 = a real step',
+                      'word_ids': 'n×T word id of each piece (-1 = none), for level="word"'}
+    reads_sequence = {'conf': 'n×T decoded step confidences', 'correct': '1 if sequence i is right (e.g. exact match)'}
+    reads_sequence_optional = {'lengths': 'steps of each sequence (row i keeps its first lengths[i] values)'}
 
     def __init__(self, level: str = 'token', how: str = 'min', logits: bool = False, ignore_ids=None,
                  marker: str = '▁', specials=()):
@@ -450,14 +476,25 @@ class Seq2SeqExtractor:
         self.level, self.how, self.logits, self.ignore_ids = level, how, logits, ignore_ids
         self.marker, self.specials = marker, specials
 
+    def _sequence_arrays(self, output: Mapping) -> dict:
+        a = self.arrays(output, self.reads_sequence, self.reads_sequence_optional)
+        conf = np.asarray(a['conf'])
+        if a['lengths'] is not None: conf = [row[:int(n)] for row, n in zip(conf, np.asarray(a['lengths']), strict=True)]
+        return dict(output=conf, correct=a['correct'])
+
     def extract(self, output, labels=None, *, word_ids=None, vocab=None, **kw) -> pd.DataFrame:
         "Events of `output` (see above); `kw` go to `token_events` or `sequence_events`."
+        if isinstance(output, Mapping):
+            if self.level == 'sequence': return self.extract(**self._sequence_arrays(output), **kw)
+            a = self.arrays(output)
+            output = a['scores'] if a['top_ids'] is None else (a['scores'], a['top_ids'])
+            labels, word_ids = a['labels'], a['word_ids'] if word_ids is None else word_ids
+            if a['mask'] is not None: kw = dict(kw, mask=a['mask'])
+        elif isinstance(output, (list, tuple)) and output and isinstance(output[0], Mapping):
+            if self.level != 'token': raise ValueError(f'calibration_metric records give token events, not level {self.level!r}')
+            return calibration_metric_events(output, ignore_ids=self.ignore_ids)
         if self.level == 'sequence': return sequence_events(output, how=self.how, **kw)
         if labels is None: raise ValueError(f'level {self.level!r} needs labels (the gold ids)')
         tokens = token_events(output, labels, logits=self.logits, ignore_ids=self.ignore_ids, **kw)
         if self.level == 'token': return tokens
         return word_events(tokens, word_ids, vocab=vocab, marker=self.marker, specials=self.specials, how=self.how)
-
-@hookimpl
-def register_extractors(register):
-    register(Seq2SeqExtractor)

@@ -8,12 +8,11 @@ from typing import Mapping
 import numpy as np, pandas as pd
 from ..config import default
 from ..events import _count, _label_column, _numeric, check_conf, check_scores, events_from_scores, top_label_events
-from ..plugins import hookimpl
+from .base import Extractor
 
 # %% auto #0
 __all__ = ['EVENT_KINDS', 'softmax', 'check_probs', 'forward_backward', 'crf_marginals', 'from_crfsuite', 'query_events',
-           'tagger_events', 'TaggerExtractor', 'SoftmaxExtractor', 'CRFMarginalsExtractor', 'CRFSuiteExtractor',
-           'register_extractors']
+           'tagger_events', 'TaggerExtractor', 'SoftmaxExtractor', 'CRFMarginalsExtractor', 'CRFSuiteExtractor']
 
 # %% ../../nbs/11_extract_taggers.ipynb #556651da
 def _finite(x, name: str, ndim: int) -> np.ndarray:
@@ -223,11 +222,22 @@ def tagger_events(scores, gold, *, events: str = 'marginal', tag=None, threshold
     ev.insert(ev.columns.get_loc('conf'), 'kind', events)
     return ev
 
-# %% ../../nbs/11_extract_taggers.ipynb #5c1ee6e7
-class TaggerExtractor:
+# %% ../../nbs/11_extract_taggers.ipynb #fdb2fc30
+_GOLD = 'the gold tag per token (ids, or names with labels), sentences concatenated'
+_OPTIONAL = {'labels': 'the K tag names in column order', 'lengths': 'tokens per sentence: splits the rows (and gold) into sentences'}
+
+def _split_rows(x, lengths, name: str) -> list[np.ndarray]:
+    "The rows of `x` split into sentences of `lengths` tokens."
+    n = np.asarray(lengths)
+    if n.ndim != 1 or not len(n) or not np.issubdtype(n.dtype, np.integer) or (n < 1).any():
+        raise ValueError(f'lengths must be a 1-d array of positive integers (tokens per sentence), got {n.dtype} {n.shape}')
+    x = np.asarray(x)
+    if n.sum() != len(x): raise ValueError(f'lengths sum to {n.sum()} but {name} has {len(x)} rows')
+    return np.split(x, np.cumsum(n)[:-1])
+
+class TaggerExtractor(Extractor):
     "Base of the tagger extractors: a model's output → per-token probability rows → `marginal`, `top` or `query` events."
-    name: str = ''
-    description: str = ''
+    reads_optional = _OPTIONAL
 
     def __init__(self, events: str = 'marginal', tag=None, threshold=None):
         _check_events(events, tag, threshold)
@@ -237,15 +247,26 @@ class TaggerExtractor:
         "The probability rows of `output` (a matrix, or a list of them, one per sentence) and their labels."
         raise NotImplementedError
 
-    def extract(self, output, gold, *, labels=None, **kw) -> pd.DataFrame:
-        "Events of `output` against `gold` (tag ids, or names with `labels=`); `kw` go to `scores`."
+    def extract(self, output, gold=None, *, labels=None, **kw) -> pd.DataFrame:
+        """Events of `output` against `gold` (tag ids, or names with `labels=`); `kw` go to `scores`.
+        A mapping `output` holds them all under the keys in `reads` and `reads_optional`."""
+        if isinstance(output, Mapping):
+            given = [k for k, v in dict(gold=gold, labels=labels, **kw).items() if v is not None]
+            if given: raise TypeError(f'extractor {self.name!r}: a mapping output holds the gold tags and model arrays; do not also pass {given}')
+            a = {k: v for k, v in self.arrays(output).items() if v is not None}
+            output, gold, labels, lengths = a.pop(next(iter(self.reads))), a.pop('gold'), a.pop('labels', None), a.pop('lengths', None)
+            if lengths is not None: output, gold = _split_rows(output, lengths, 'output'), _split_rows(gold, lengths, 'gold')
+            kw = a
+        elif gold is None: raise TypeError(f'extractor {self.name!r}: extract needs gold (the gold tag per token)')
         rows, labels = self.scores(output, labels, **kw)
         return tagger_events(rows, gold, events=self.events, tag=self.tag, threshold=self.threshold, labels=labels)
 
+# %% ../../nbs/11_extract_taggers.ipynb #afa838d4
 class SoftmaxExtractor(TaggerExtractor):
     "Softmax outputs: validated probability rows (`kind='probs'`) or logits turned into probabilities (`kind='logits'`)."
     name = 'softmax'
     description = 'Softmax tagger: n×K probabilities or logits (one matrix, or one per sentence) → marginal, top-label or query events'
+    reads = {'scores': 'n×K probabilities (or logits, with kind="logits"), one row per token', 'gold': _GOLD}
 
     def __init__(self, kind: str = 'probs', events: str = 'marginal', tag=None, threshold=None, atol: float = 1e-5):
         if kind not in ('probs', 'logits'): raise ValueError(f"kind must be 'probs' or 'logits', got {kind!r}")
@@ -259,22 +280,23 @@ class SoftmaxExtractor(TaggerExtractor):
         if isinstance(output, (list, tuple)): return [self._rows(x, f'output[{i}]') for i, x in enumerate(output)], labels
         return self._rows(output, 'output'), labels
 
+# %% ../../nbs/11_extract_taggers.ipynb #ad7bc40f
 class CRFMarginalsExtractor(TaggerExtractor):
     "Linear-chain CRF or HMM potentials → exact marginals by forward–backward (`crf_marginals`)."
     name = 'crf_marginals'
     description = 'Linear-chain CRF or HMM: emission (T×K) and transition (K×K) scores → exact forward–backward marginals → events'
+    reads = {'emissions': 'T×K emission scores (sentences concatenated; split them with lengths)',
+             'transitions': 'K×K transition scores, row = previous tag', 'gold': _GOLD}
+    reads_optional = {**_OPTIONAL, 'start': 'K scores of starting a sentence with each tag', 'end': 'K scores of ending one'}
 
     def scores(self, output, labels=None, *, transitions, start=None, end=None):
         return crf_marginals(output, transitions, start, end), labels
 
+# %% ../../nbs/11_extract_taggers.ipynb #22d2e0cb
 class CRFSuiteExtractor(TaggerExtractor):
     "sklearn-crfsuite's `predict_marginals` output (lists of {tag: probability} dicts), via `from_crfsuite`."
     name = 'crfsuite'
     description = "sklearn-crfsuite predict_marginals output (per token a {tag: probability} dict) → marginal, top-label or query events"
+    reads_optional = {}     # its output is lists of dicts, not named arrays
 
     def scores(self, output, labels=None): return from_crfsuite(output, labels)
-
-# %% ../../nbs/11_extract_taggers.ipynb #efff4607
-@hookimpl
-def register_extractors(register):
-    for cls in (SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor): register(cls)

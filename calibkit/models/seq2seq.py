@@ -10,20 +10,20 @@ import numpy as np, pandas as pd
 from ..config import default, progress
 from ..events import check_int
 from ..extractors.seq2seq import IGNORE_INDEX, sequence_events, token_events, word_events
-try:
-    import torch
-    from torch import nn
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-except ImportError as e:
-    raise ImportError(f'calibkit.models.seq2seq needs torch and tokenizers ({e.name} is missing): '
-                      'pip install "calibkit[hf]"') from None
+from pathlib import Path
+from ..config import data_dir as bundled, require
+for _m in ('torch', 'tokenizers'): require(_m, 'hf', 'calibkit.models.seq2seq')    # a one-line error naming the extra
+import torch
+from torch import nn
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 # %% auto #0
-__all__ = ['SPECIALS', 'PAD', 'BOS', 'EOS', 'HOWS', 'Seq2SeqData', 'ewt_seq2seq_data', 'pad', 'batch_tensors', 'Seq2Seq', 'train',
-           'decode', 'Seq2SeqEvents', 'model_events', 'seq2seq_study_events']
+__all__ = ['SPECIALS', 'EWT_SPLITS', 'PAD', 'BOS', 'EOS', 'HOWS', 'Seq2SeqData', 'ewt_seq2seq_data', 'pad', 'batch_tensors',
+           'Seq2Seq', 'train', 'decode', 'Seq2SeqEvents', 'model_events', 'seq2seq_study_events']
 
 # %% ../../nbs/16_models_seq2seq.ipynb #436330d7
 SPECIALS = ('<pad>', '<s>', '</s>', '<unk>')
+EWT_SPLITS = ('en_ewt-ud-dev.conllu', 'en_ewt-ud-test.conllu')   # the bundled UD English EWT files
 PAD, BOS, EOS = 0, 1, 2
 
 class Seq2SeqData(NamedTuple):
@@ -45,12 +45,13 @@ def ewt_seq2seq_data(data_dir=None, *, max_words: int = 12, vocab_size: int = 10
     """UD EWT dev + test sentences of at most `max_words` words as (words → 'lemma UPOS' per word) pairs, a random
     fifth held out for test (`seed`), and a BPE vocabulary of `vocab_size` pieces learned on the training pairs."""
     from calibkit.datasets.ud import read_conllu
-    from calibkit.sparse import EWT_FILES, _data_dir
     max_words = check_int('max_words', max_words, 1)
     vocab_size = check_int('vocab_size', vocab_size, len(SPECIALS) + 1)
     seed = check_int('seed', default('seed', seed), 0)
-    d = _data_dir(data_dir)
-    sents = [s for f in EWT_FILES for s in read_conllu(d/f) if len(s) <= max_words]
+    d = bundled('ud_ewt') if data_dir is None else Path(data_dir)
+    missing = [f for f in EWT_SPLITS if not (d/f).is_file()]
+    if missing: raise FileNotFoundError(f'{d} lacks {missing}: pass data_dir= the folder holding the UD English EWT files')
+    sents = [s for f in EWT_SPLITS for s in read_conllu(d/f) if len(s) <= max_words]
     if len(sents) < 5: raise ValueError(f'only {len(sents)} sentences of at most max_words={max_words} words: need 5 for a split')
     src = [' '.join(s.form) for s in sents]
     tgt = [' '.join(f'{l} {u}' for l, u in zip(s.lemma, s.upos)) for s in sents]

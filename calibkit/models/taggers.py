@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np, pandas as pd
 from scipy import sparse
 from sklearn.exceptions import NotFittedError
-from ..config import default
+from ..config import default, require
 from ..events import check_int
 from ..extractors.taggers import crf_marginals, from_crfsuite
 
@@ -226,7 +226,7 @@ class CRFTagger(Tagger):
 
     def fit(self, sents, tags) -> 'CRFTagger':
         "Train with crfsuite, then read its exact weights (for `potentials`)."
-        import sklearn_crfsuite
+        sklearn_crfsuite = require('sklearn_crfsuite', 'crf', 'the CRF tagger (CRFTagger)')
         sents, tags = _check_data(sents, tags)
         self.crf_ = sklearn_crfsuite.CRF(algorithm='lbfgs', c1=self.c1, c2=self.c2, max_iterations=self.max_iterations,
                                          all_possible_transitions=True)

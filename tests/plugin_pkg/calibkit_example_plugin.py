@@ -1,10 +1,13 @@
-"An example third-party calibkit plugin: a `first_char` grouper and a `temperature` recalibrator."
+"An example third-party calibkit plugin: a `first_char` grouper, a `temperature` recalibrator and a `conf_correct` extractor,
+built on calibkit's base classes and registered exactly as `calibkit.default_plugins` registers the built-ins."
 import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import expit
 from calibkit.plugins import hookimpl
 from calibkit.groupers import BySubtag
 from calibkit.recalibrators import Recalibrator
+from calibkit.extractors.base import Extractor
+from calibkit.events import events
 
 
 def first_char(tag) -> str:
@@ -40,6 +43,23 @@ class Temperature(Recalibrator):
 
     def _transform(self, c):
         return expit(logit(c, self.eps) / self.temperature_)
+
+
+class ConfCorrect(Extractor):
+    "Events already computed elsewhere: arrays `conf` and `correct`, as a .npz file holds them."
+    name = 'conf_correct'
+    description = 'Events already computed: arrays conf and correct (e.g. a .npz file), optionally item'
+    reads = {'conf': 'the confidence of each event', 'correct': '1 if the event happened, else 0'}
+    reads_optional = {'item': 'the item each event belongs to'}
+
+    def extract(self, output, **kw):
+        a = self.arrays(output)
+        return events(a['conf'], a['correct'], **({} if a['item'] is None else {'item': a['item']}))
+
+
+@hookimpl
+def register_extractors(register):
+    register(ConfCorrect)
 
 
 @hookimpl
