@@ -225,13 +225,15 @@ def parser() -> argparse.ArgumentParser:
     def flags(p, default):
         p.add_argument('--quiet', action='store_true', default=default, help='no progress bars ($CALIBKIT_QUIET)')
         p.add_argument('--debug', action='store_true', default=default, help='show tracebacks')
-    p = Parser(prog='calibkit', description="How far to trust a model's probabilities, and how to fix them.", epilog=EXIT_CODES)
+    p = Parser(prog='calibkit', description="How far to trust a model's probabilities, and how to fix them.", epilog=EXIT_CODES,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('--version', action=_Version)
     flags(p, False)
     common = argparse.ArgumentParser(add_help=False)
     flags(common, argparse.SUPPRESS)                   # after the subcommand: only set when given
     sub = p.add_subparsers(dest='cmd', required=True, metavar='{report,demo,plugins}', parser_class=Parser)
     r = sub.add_parser('report', parents=[common], help='calibration report of model outputs on disk', epilog=EXIT_CODES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
                        description='Measure (and optionally recalibrate) the calibration of model outputs on disk.')
     r.add_argument('input', help="events file (.csv .tsv .parquet .jsonl), score matrix (.npz), .logits, or - (stdin)")
     r.add_argument('--format', choices=sorted(FORMATS), help='format of standard input (with INPUT -)')
