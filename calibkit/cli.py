@@ -159,6 +159,7 @@ def cmd_report(args) -> int:
                 fit = load_input(args.fit, args.threshold, extractor=xt) if args.fit else None
                 counts = read_counts(args.counts) if args.counts else None
         except CLIError as e:
+            if args.input != '-': raise
             raise CLIError(e.code, str(e).replace(str(src), '<stdin>')) from e.__cause__
     steps.update()
     with failing_as(EX_DATAERR):
