@@ -38,8 +38,8 @@ def _check_samples(n_samples, level, seed):
     return n_samples, level, seed
 
 def _warn_degenerate(st: BinStats, iv: Interval, what: str) -> Interval:
-    "Warn (once, with counts) when an interval has zero width: it then reflects no spread in the data, not certainty."
-    if iv.hi - iv.lo > 0: return iv
+    "Warn (once, with counts) when an interval has zero width (to rounding): it then reflects no spread in the data, not certainty."
+    if iv.hi - iv.lo > 1e-12 * (1 + abs(iv.estimate)): return iv
     acc, n = st.acc, st.n
     pure, single = int(np.count_nonzero((n > 1) & ((acc == 0) | (acc == 1)))), int(np.count_nonzero(n == 1))
     warnings.warn(f'{what}: the interval is degenerate (zero width) and does not mean certainty: {st.total} event(s) in '
