@@ -97,6 +97,18 @@ class HistogramBinning(Recalibrator):
         self.edges_ = equal_mass_edges(c, default('n_bins', self.n_bins))
         self.counts_, self.values_ = _bin_means(self.edges_, c, y)
 
+    @classmethod
+    def from_bins(cls, edges, counts, values) -> 'HistogramBinning':
+        "A fitted instance from its bins (upper `edges` of all bins but the last, fit `counts` and output `values` per bin), e.g. computed out of core by `calibkit.dask`."
+        e, n, v = (np.asarray(a, np.float64).ravel() for a in (edges, counts, values))
+        if not (len(n) == len(v) == len(e) + 1): raise ValueError(f'from_bins: counts and values need len(edges) + 1 = {len(e) + 1} entries, got {len(n)} and {len(v)}')
+        if len(e) and (np.any(np.diff(e) <= 0) or e[0] < 0 or e[-1] > 1): raise ValueError('from_bins: edges must be strictly increasing in [0, 1]')
+        if np.any(n < 1) or np.any(n != np.round(n)): raise ValueError('from_bins: counts must be integers >= 1')
+        if np.any(~(v >= 0) | ~(v <= 1)): raise ValueError('from_bins: values must be in [0, 1] (no NaN)')
+        h = cls(n_bins=len(v))
+        h.edges_, h.counts_, h.values_, h.n_fit_ = e, n.astype(np.int64), v, int(n.sum())
+        return h
+
     def _transform(self, c): return self.values_[bin_index(self.edges_, c)]
 
     def table(self) -> pd.DataFrame:

@@ -259,3 +259,14 @@ def test_grouped_bad_input():
     with pytest.raises(NotFittedError): Grouped(g).transform(ev)
     with pytest.raises(ValueError, match='conf: 1 of'):
         Grouped(g).fit(ev.assign(conf=np.r_[np.nan, ev.conf[1:]]))
+
+
+def test_histogram_from_bins_is_the_fitted_map():
+    q, y = synthetic(2000, seed=3)
+    h = HistogramBinning(n_bins=7).fit(q, y)
+    g = HistogramBinning.from_bins(h.edges_, h.counts_, h.values_)
+    t = np.random.default_rng(0).random(500)
+    np.testing.assert_array_equal(g.transform(t), h.transform(t))
+    pd.testing.assert_frame_equal(g.table(), h.table())
+    with pytest.raises(ValueError, match='len\\(edges\\) \\+ 1'): HistogramBinning.from_bins([.5], [3, 4], [.2])
+    with pytest.raises(ValueError, match='increasing'): HistogramBinning.from_bins([.6, .5], [1, 1, 1], [.1, .2, .3])
