@@ -159,12 +159,12 @@ def calibration_report(events: pd.DataFrame, *, fit: pd.DataFrame | None = None,
             g.fit(counts if counts is not None else fit['label'] if fit is not None and 'label' in fit.columns else events['label'])
         if fit is not None and _same_events(fit, events):
             said.append('the fit events are the evaluated events: the result is not held-out')
-        stages = {'before': events}
+        stages = {'before': (events, c0, y0)}           # validated once: the arrays are reused
         if recalibrator not in (None, 'none'):
-            stages['after'] = recalibrated(events, fit, g, make_recalibrator(recalibrator, params))
+            after = recalibrated(events, fit, g, make_recalibrator(recalibrator, params))
+            stages['after'] = (after, *as_pairs(after))
         metrics, bins, groups, used = [], [], [], {}
-        for stage, ev in stages.items():
-            c, y = as_pairs(ev)
+        for stage, (ev, c, y) in stages.items():
             st = stage_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, warn=said.append)
             used[stage] = len(st.n)
             metrics += [dict(stage=stage, **r) for r in metric_rows(st, level=level, n_samples=n_samples, seed=seed)]
