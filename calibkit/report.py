@@ -88,8 +88,9 @@ def recalibrated(ev, fit, grouper, recalibrator):
     return Grouped(grouper, recalibrator).fit(fit).transform(ev)
 
 # %% ../nbs/60_report.ipynb #2429ffb1
-def _summary(ev: pd.DataFrame, c, y) -> dict:
-    out = dict(events=len(c), accuracy=float(y.mean()), mean_conf=float(c.mean()))
+def _summary(ev: pd.DataFrame, st) -> dict:
+    "Events, accuracy and mean confidence (from the bin sums: no extra pass), labels, and the threshold's drops."
+    out = dict(events=st.total, accuracy=float(st.sum_correct.sum() / st.total), mean_conf=float(st.sum_conf.sum() / st.total))
     if 'label' in ev.columns: out['labels'] = int(ev['label'].nunique())
     for k in ('n_cells', 'n_dropped', 'threshold'):
         if k in ev.attrs: out[k] = ev.attrs[k]
@@ -167,6 +168,7 @@ def calibration_report(events: pd.DataFrame, *, fit: pd.DataFrame | None = None,
         for stage, (ev, c, y) in stages.items():
             st = stage_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, warn=said.append)
             used[stage] = len(st.n)
+            if stage == 'before': summary = _summary(events, st)
             metrics += [dict(stage=stage, **r) for r in metric_rows(st, level=level, n_samples=n_samples, seed=seed)]
             bins.append(bin_table(st, level).reset_index().assign(stage=stage, group='all'))
             if g is None: continue
@@ -188,7 +190,7 @@ def calibration_report(events: pd.DataFrame, *, fit: pd.DataFrame | None = None,
                 grouper=name(grouper), n_groups=None if g is None else getattr(g, 'n_groups_', None),
                 recalibrator=name(recalibrator), params=params or None,
                 fit_events=None if fit is None else len(fit), **(meta or {}))
-    return Report(summary=_summary(events, c0, y0), metrics=pd.DataFrame(metrics),
+    return Report(summary=summary, metrics=pd.DataFrame(metrics),
                   bins=pd.concat(bins)[cols].reset_index(drop=True), groups=pd.DataFrame(groups) if groups else None,
                   meta=meta, warnings=said)
 
