@@ -126,8 +126,9 @@ def _plugin(kind: str, name, params):
     if name is None:
         if params: raise CLIError(EX_USAGE, f'--{kind}-param needs --{kind}')
         return None
-    from calibkit import plugins
-    with failing_as(EX_USAGE): return getattr(plugins, kind)(name, **dict(params or []))
+    from calibkit.plugins import extractor, grouper, recalibrator
+    make = dict(extractor=extractor, grouper=grouper, recalibrator=recalibrator)[kind]
+    with failing_as(EX_USAGE): return make(name, **dict(params or []))
 
 def _out(args):
     if args.json and not args.out: return None
