@@ -179,7 +179,7 @@ def cmd_report(args) -> int:
     print(rep.to_json() if args.json else out/'report.html', end='' if args.json else '\n', flush=True)
     return 0
 
-# %% ../nbs/62_cli.ipynb #265689bb
+# %% ../nbs/62_cli.ipynb #f65ed7c0
 def plugin_table(df, width: int = 100) -> str:
     "A plain-text table of `df` (name, kind, distribution, version, params) no wider than `width`, params truncated."
     cols = ['name', 'kind', 'distribution', 'version', 'params']
@@ -190,7 +190,7 @@ def plugin_table(df, width: int = 100) -> str:
     line = lambda r: '  '.join(cut(r[c], w[c]).ljust(w[c]) for c in cols).rstrip()
     return '\n'.join([line(dict(zip(cols, cols))), *(line(r) for r in t.to_dict('records'))])
 
-# %% ../nbs/62_cli.ipynb #c14b53cd
+# %% ../nbs/62_cli.ipynb #e1f20282
 def cmd_plugins(args) -> int:
     from calibkit.plugins import plugins
     df = plugins()
@@ -205,7 +205,7 @@ def cmd_demo(args) -> int:
     for p in done: print(p, flush=True)
     return 0
 
-# %% ../nbs/62_cli.ipynb #297ca1d7
+# %% ../nbs/62_cli.ipynb #cda04ce9
 class Parser(argparse.ArgumentParser):
     "argparse, with usage errors as one line `calibkit: error: ...` and exit status 2."
     def error(self, message):
@@ -221,7 +221,7 @@ class _Version(argparse.Action):
     def __call__(self, parser, ns, values, option_string=None):
         print(f'calibkit {_version()}'); parser.exit()
 
-# %% ../nbs/62_cli.ipynb #7d48bd91
+# %% ../nbs/62_cli.ipynb #7dc21867
 def parser() -> argparse.ArgumentParser:
     s = settings()
     def flags(p, default):
@@ -272,7 +272,7 @@ def parser() -> argparse.ArgumentParser:
     g.set_defaults(func=cmd_plugins)
     return p
 
-# %% ../nbs/62_cli.ipynb #a6fc8d98
+# %% ../nbs/62_cli.ipynb #17db8956
 def _show_warning(message, category, filename, lineno, file=None, line=None, _seen=set()):
     text = first_line(message)
     if text not in _seen:

@@ -13,7 +13,7 @@ from .report import OutputError, calibration_report, check_path, is_calibkit_fol
 
 # %% auto #0
 __all__ = ['DEMOS', 'DEMO_MARKER', 'demo_synthetic', 'demo_twitter_pos', 'demo_coref', 'demo_sparse_tagsets', 'demo_seq2seq',
-           'calibkit_made', 'check_demo_out', 'run_demos', 'write_index']
+           'calibkit_made', 'check_demo_out', 'write_index', 'run_demos']
 
 # %% ../nbs/63_demos.ipynb #0b891fa7
 def demo_synthetic(out: Path) -> list[Path]:
@@ -24,6 +24,7 @@ def demo_synthetic(out: Path) -> list[Path]:
     rep.save(out/'synthetic', force=True)
     return [out/'synthetic']
 
+# %% ../nbs/63_demos.ipynb #114c5582
 def demo_twitter_pos(out: Path) -> list[Path]:
     "HMM, basic and featured CRF and softmax taggers on ARK Twitter POS: full-marginal events, isotonic recalibration."
     from calibkit.datasets.conll import read_conll
@@ -41,6 +42,7 @@ def demo_twitter_pos(out: Path) -> list[Path]:
         done.append(out/'twitter_pos'/name)
     return done
 
+# %% ../nbs/63_demos.ipynb #d0243e5c
 def demo_coref(out: Path) -> list[Path]:
     "Mention-ranking model on LitBank; Monte Carlo 'same entity?' confidences; isotonic recalibration fitted on dev."
     from calibkit.datasets.coref import read_conll2012_coref
@@ -57,6 +59,7 @@ def demo_coref(out: Path) -> list[Path]:
     rep.save(out/'coref_mc', force=True)
     return [out/'coref_mc']
 
+# %% ../nbs/63_demos.ipynb #73b2903a
 def demo_sparse_tagsets(out: Path) -> list[Path]:
     "Softmax tagger on UD EWT's XPOS+DEPREL tagset (486 tags): marginal events, TFG (G = 5) with per-group histogram binning."
     from calibkit.sparse import ewt_study_events
@@ -66,6 +69,7 @@ def demo_sparse_tagsets(out: Path) -> list[Path]:
     rep.save(out/'sparse_tagsets', force=True)
     return [out/'sparse_tagsets']
 
+# %% ../nbs/63_demos.ipynb #e0dd67c4
 def demo_seq2seq(out: Path) -> list[Path]:
     "GRU encoder-decoder (hidden 64) on UD EWT words → lemma/UPOS: teacher-forced token events and greedy sequence events (min)."
     from calibkit.models.seq2seq import seq2seq_study_events
@@ -79,10 +83,11 @@ def demo_seq2seq(out: Path) -> list[Path]:
         done.append(out/'seq2seq'/name)
     return done
 
+# %% ../nbs/63_demos.ipynb #41344eb6
 DEMOS = {'synthetic': demo_synthetic, 'twitter_pos': demo_twitter_pos, 'sparse_tagsets': demo_sparse_tagsets,
          'seq2seq': demo_seq2seq, 'coref': demo_coref}
 
-# %% ../nbs/63_demos.ipynb #a2f78250
+# %% ../nbs/63_demos.ipynb #f8be9e95
 DEMO_MARKER = '.calibkit-demo.json'
 
 def calibkit_made(p: Path) -> bool:
@@ -110,21 +115,7 @@ def check_demo_out(out, names, force: bool) -> Path:
         raise OutputError(f'{idx} was not written by calibkit demo: refusing to replace it')
     return out
 
-# %% ../nbs/63_demos.ipynb #956bdd90
-def run_demos(out, *, only=None, force: bool = False) -> list[Path]:
-    "Run the demos named in `only` (default: all) into `out`; replace only what calibkit wrote there, and only with `force`."
-    unknown = sorted(set(only or []) - set(DEMOS))
-    if unknown: raise ValueError(f'unknown demo(s) {unknown}; known: {sorted(DEMOS)}')
-    names = [n for n in DEMOS if only is None or n in only]
-    out = check_demo_out(out, names, force)
-    out.mkdir(parents=True, exist_ok=True)
-    done = []
-    for name in progress(names, desc='calibkit demo', unit='study'):
-        done += DEMOS[name](out)
-    write_index(out, done)
-    return done
-
-# %% ../nbs/63_demos.ipynb #0bb2e4b0
+# %% ../nbs/63_demos.ipynb #6ca3891f
 def write_index(out: Path, reports: list[Path]):
     "An index.html in `out` linking every report with its headline numbers (its checksum recorded in `out/.calibkit-demo.json`)."
     import html
@@ -148,3 +139,17 @@ def write_index(out: Path, reports: list[Path]):
         tmp = target.with_name(f'.{target.name}.{os.getpid()}.tmp')
         tmp.write_text(text, encoding='utf-8')
         os.replace(tmp, target)
+
+# %% ../nbs/63_demos.ipynb #e0b0b2a9
+def run_demos(out, *, only=None, force: bool = False) -> list[Path]:
+    "Run the demos named in `only` (default: all) into `out`; replace only what calibkit wrote there, and only with `force`."
+    unknown = sorted(set(only or []) - set(DEMOS))
+    if unknown: raise ValueError(f'unknown demo(s) {unknown}; known: {sorted(DEMOS)}')
+    names = [n for n in DEMOS if only is None or n in only]
+    out = check_demo_out(out, names, force)
+    out.mkdir(parents=True, exist_ok=True)
+    done = []
+    for name in progress(names, desc='calibkit demo', unit='study'):
+        done += DEMOS[name](out)
+    write_index(out, done)
+    return done

@@ -332,7 +332,7 @@ def clean_stale(out: Path) -> list[Path]:
 
 def glob_escape(name: str) -> str: return re.sub(r'([*?\[])', r'[\1]', name)
 
-# %% ../nbs/60_report.ipynb #38184093
+# %% ../nbs/60_report.ipynb #fb70e615
 def _umask() -> int:
     m = os.umask(0); os.umask(m)
     return m
