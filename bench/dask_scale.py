@@ -53,7 +53,7 @@ def rank_errors(client, n=10**7, chunk=1_250_000, n_bins=10):
         st, t = timed(lambda: ckd.equal_mass_stats(dc, dy, n_bins=n_bins))
         err = ckd.equal_mass_error(st, n_bins=n_bins)
         exact = M.calib_mse(c, yy, n_bins=n_bins)
-        rows.append((order, int(dask_err), int(small.rank_error.max()), int(err.rank_error.max()), M._weighted_sq_gap(st), exact,
+        rows.append((order, int(dask_err), int(small.rank_error.max()), int(err.rank_error.max()), st.sq_error(), exact,
                      err.calib_mse, t))
         del cs, dc, dy
     print(f'\n### Max rank error of equal-mass edges (events), N = {n:.0e}, {n // chunk} partitions, {n_bins} bins of {n // n_bins} events\n')

@@ -8,15 +8,17 @@ from dataclasses import dataclass
 from statistics import NormalDist
 import numpy as np, pandas as pd
 from .config import default
-from .events import as_pairs, check_int, is_dask
+from .events import as_pairs, check_choice, check_int
 
 # %% auto #0
-__all__ = ['sort_pairs', 'bin_starts', 'BinStats', 'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index',
-           'fixed_width_stats', 'z_value', 'bin_table', 'equal_mass_bins', 'fixed_width_bins']
+__all__ = ['MAX_FIXED_BINS', 'DING_Z', 'BINNINGS', 'sort_pairs', 'keep_ties', 'bin_starts', 'bin_spec', 'aggregate_gaps',
+           'BinStats', 'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index',
+           'fixed_width_stats', 'z_value', 'bin_table', 'equal_mass_bins', 'fixed_width_bins', 'ding_sizes',
+           'adaptive_stats', 'bin_stats']
 
 # %% ../nbs/02_binning.ipynb #3aeb1f33
 def sort_pairs(c: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    "Confidences sorted ascending and outcomes carried along (ties: outcome order; see `_stable_ties`)."
+    "Confidences sorted ascending and outcomes carried along (equal confidences ordered by outcome)."
     ui = np.uint64 if c.dtype == np.float64 else np.uint32
     key = c.view(ui) << ui(1)
     key |= y
@@ -26,24 +28,20 @@ def sort_pairs(c: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     key >>= ui(1)                                            # in place: the sorted confidences' bit patterns
     return key.view(c.dtype), ys
 
-def _stable_ties(c, y, cs, ys, starts):
-    "Rewrite, in input order, the outcomes of tie runs that straddle a bin start (in place on `ys`)."
-    inner = starts[1:]
-    straddle = cs[inner - 1] == cs[inner]
-    if not straddle.any(): return
-    vals = np.unique(cs[inner[straddle]])                  # at most one value per bin boundary
-    los, his = np.searchsorted(cs, vals, 'left'), np.searchsorted(cs, vals, 'right')
-    if len(vals) <= 16:                                    # few runs: one pass each, no sort
-        for v, lo, hi in zip(vals, los, his): ys[lo:hi] = y[c == v]
-        return
-    pos = np.minimum(np.searchsorted(vals, c), len(vals) - 1)
-    idx = np.flatnonzero(vals[pos] == c)                   # the tied events, in input order
-    code = pos[idx].astype(np.int16 if len(vals) < 2**15 else np.int32)   # small ints: a radix sort
-    ys[np.concatenate([np.arange(lo, hi) for lo, hi in zip(los, his)])] = y[idx[np.argsort(code, kind='stable')]]
+def keep_ties(cs: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    "Bin starts (ranks into sorted `cs`) with every cut inside a run of equal values moved to the run's nearer end (its start on a half split); merged cuts dropped."
+    k = starts[1:]
+    inside = np.flatnonzero(cs[k - 1] == cs[k])              # cuts that split a run of equal confidences
+    if len(inside) == 0: return starts
+    k = k.copy()
+    v = cs[k[inside]]
+    a, b = np.searchsorted(cs, v, 'left'), np.searchsorted(cs, v, 'right')
+    k[inside] = np.where(k[inside] - a > b - k[inside], b, a)
+    return np.unique(np.r_[0, k[(k > 0) & (k < len(cs))]]).astype(np.intp)
 
 # %% ../nbs/02_binning.ipynb #6d6f5b76
 def bin_starts(n: int, *, bin_size: int | None = None, n_bins: int | None = None) -> np.ndarray:
-    "Sorted rank at which each equal-mass bin starts, for `n` events and exactly one of `bin_size`, `n_bins`."
+    "Sorted rank at which each equal-mass bin starts, for `n` events and exactly one of `bin_size`, `n_bins` (no tie handling)."
     if (bin_size is None) == (n_bins is None):
         raise ValueError('give exactly one of bin_size and n_bins' + (' (got both)' if bin_size is not None else ''))
     if bin_size is not None:
@@ -52,15 +50,28 @@ def bin_starts(n: int, *, bin_size: int | None = None, n_bins: int | None = None
     nb = check_int('n_bins', n_bins, 1, n, ' (the number of events, so no bin is empty)')
     return np.arange(nb, dtype=np.intp) * n // nb
 
+def bin_spec(n_bins=None, bin_size=None) -> dict:
+    "The bin specification every binned metric takes: `{'n_bins': B}` or `{'bin_size': b}`; neither → the settings' n_bins; both → ValueError."
+    if n_bins is not None and bin_size is not None: raise ValueError('give exactly one of bin_size and n_bins (got both)')
+    return {'bin_size': bin_size} if bin_size is not None else {'n_bins': default('n_bins', n_bins)}
+
 # %% ../nbs/02_binning.ipynb #4e4fa793
+def aggregate_gaps(gaps: np.ndarray, weight: np.ndarray, norm: str) -> np.ndarray:
+    "The `norm` of per-bin gaps along the last axis: 'l1' Σw|g|, 'l2' √Σw g², 'sq' Σw g² (CalibMSE), 'max' max over bins with weight."
+    check_choice('norm', norm, ('l1', 'l2', 'sq', 'max'))
+    if norm == 'l1': return gaps @ weight
+    if norm == 'sq': return (gaps ** 2) @ weight
+    if norm == 'l2': return np.sqrt((gaps ** 2) @ weight)
+    return np.where(weight > 0, gaps, 0).max(axis=-1)
+
 @dataclass(frozen=True)
 class BinStats:
-    "Sufficient statistics of binned events: per bin count, sums, and confidence range."
+    "Sufficient statistics of binned events: per bin count, sums, and confidence range; owns the error terms every metric uses."
     n: np.ndarray            # events per bin (int64)
     sum_conf: np.ndarray     # Σ conf (float64)
     sum_correct: np.ndarray  # Σ correct (float64)
-    lo: np.ndarray           # smallest conf in the bin (equal-mass) or left edge (fixed-width)
-    hi: np.ndarray           # largest conf in the bin (equal-mass) or right edge (fixed-width)
+    lo: np.ndarray           # smallest conf in the bin (equal-mass, adaptive) or left edge (fixed-width)
+    hi: np.ndarray           # largest conf in the bin (equal-mass, adaptive) or right edge (fixed-width)
     sum_conf2: np.ndarray | None = None          # Σ conf², when moments were asked for
     sum_conf_correct: np.ndarray | None = None   # Σ conf·correct, when moments were asked for
 
@@ -81,18 +92,26 @@ class BinStats:
     def gap(self) -> np.ndarray:
         "|conf − acc| per bin, 0 for empty bins (they carry no weight)."
         return np.where(self.n > 0, np.abs(np.nan_to_num(self.conf - self.acc)), 0.0)
+    @property
+    def noise(self) -> np.ndarray:
+        "Per-bin unbiased estimate of Var(acc) = p(1−p)/n, i.e. acc(1−acc)/(n−1) (0 for bins of at most one event)."
+        acc = np.nan_to_num(self.acc)
+        return np.divide(acc * (1 - acc), self.n - 1, out=np.zeros(len(self.n)), where=self.n > 1)
+    def error(self, norm: str = 'l1') -> float:
+        "The binned calibration error of these bins under `norm` ('l1' ECE, 'l2', 'max', 'sq' = CalibMSE)."
+        return float(aggregate_gaps(self.gap, self.weight, norm))
+    def sq_error(self, debias: bool = False) -> float:
+        "CalibMSE of these bins, Σ n_i/N (conf_i − acc_i)², minus Σ n_i/N · noise_i when `debias`."
+        return self.error('sq') - (float(self.weight @ self.noise) if debias else 0.0)
+    def brier(self) -> float:
+        "The Brier score (1/N)Σ(q − y)² = (Σq² − 2Σq·y + Σy)/N, exact from the moments (stats built with `moments=True`)."
+        if self.sum_conf2 is None: raise ValueError('the Brier score needs BinStats built with moments=True')
+        return float((self.sum_conf2.sum() - 2 * self.sum_conf_correct.sum() + self.sum_correct.sum()) / self.total)
 
 # %% ../nbs/02_binning.ipynb #9165ba75
-def equal_mass_stats(conf, correct=None, *, bin_size=None, n_bins=None, moments=False) -> BinStats:
-    "`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`); `moments` adds Σconf², Σconf·correct."
-    if is_dask(conf):
-        from calibkit import dask as ckd
-        return ckd.equal_mass_stats(conf, correct, bin_size=bin_size, n_bins=n_bins, moments=moments)
-    c, y = as_pairs(conf, correct)
-    starts = bin_starts(len(c), bin_size=bin_size, n_bins=n_bins)
-    cs, ys = sort_pairs(c, y)
-    _stable_ties(c, y, cs, ys, starts)
-    ends = np.append(starts[1:], len(c))
+def stats_from_sorted(cs: np.ndarray, ys: np.ndarray, starts: np.ndarray, moments: bool = False) -> BinStats:
+    "`BinStats` of sorted confidences `cs` and outcomes `ys` cut at ranks `starts` (contiguous bins, first start 0)."
+    ends = np.append(starts[1:], len(cs))
     sums = lambda a: np.add.reduceat(a, starts, dtype=np.float64)
     extra = {}
     if moments:
@@ -101,10 +120,19 @@ def equal_mass_stats(conf, correct=None, *, bin_size=None, n_bins=None, moments=
     return BinStats(n=(ends - starts).astype(np.int64), sum_conf=sums(cs), sum_correct=sums(ys),
                     lo=cs[starts].astype(np.float64), hi=cs[ends - 1].astype(np.float64), **extra)
 
+def equal_mass_stats(conf, correct=None, *, bin_size=None, n_bins=None, moments=False) -> BinStats:
+    "`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`; ties kept together); `moments` adds Σconf², Σconf·correct."
+    c, y = as_pairs(conf, correct)
+    starts = bin_starts(len(c), bin_size=bin_size, n_bins=n_bins)
+    cs, ys = sort_pairs(c, y)
+    return stats_from_sorted(cs, ys, keep_ties(cs, starts), moments)
+
 # %% ../nbs/02_binning.ipynb #f17ea7b8
+MAX_FIXED_BINS = 10**7   # fixed-width bins beyond this would need GBs of per-bin arrays (5 float64 sums per bin)
+
 def fixed_width_edges(n_bins: int) -> np.ndarray:
     "The `n_bins + 1` edges j/B of equal-width bins on [0, 1] (correctly rounded: edge 3 of 10 is exactly 0.3)."
-    nb = check_int('n_bins', n_bins, 1)
+    nb = check_int('n_bins', n_bins, 1, MAX_FIXED_BINS, ' (fixed-width bins: more cannot fit in memory)')
     return np.arange(nb + 1) / nb
 
 def fixed_width_index(c: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -117,11 +145,8 @@ def fixed_width_index(c: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 def fixed_width_stats(conf, correct=None, *, n_bins=None, moments=False) -> BinStats:
     "`BinStats` of `n_bins` equal-width bins on [0, 1] (default: the study default); empty bins have n = 0."
-    if is_dask(conf):
-        from calibkit import dask as ckd
-        return ckd.fixed_width_stats(conf, correct, n_bins=n_bins, moments=moments)
-    c, y = as_pairs(conf, correct)
     edges = fixed_width_edges(default('n_bins', n_bins))
+    c, y = as_pairs(conf, correct)
     b, step = len(edges) - 1, 1 << 20
     sums = np.zeros((5 if moments else 3, b))
     for s in range(0, len(c), step):          # chunks of 2^20 events: the index and float64 temporaries stay small
@@ -156,3 +181,63 @@ def equal_mass_bins(conf, correct=None, *, bin_size=None, n_bins=None, level=Non
 def fixed_width_bins(conf, correct=None, *, n_bins=None, level=None) -> pd.DataFrame:
     "`n_bins` equal-width bins on [0, 1] as a table (same columns; empty bins: n = 0, NaN statistics)."
     return bin_table(fixed_width_stats(conf, correct, n_bins=n_bins), level)
+
+# %% ../nbs/02_binning.ipynb #8b3a2b62
+DING_Z = 1.645   # Ding et al.'s z (90% two-sided)
+
+def _full(cd: np.ndarray, s: int, j: int) -> bool:
+    "Whether the bin of descending `cd[s:j]` holds more events than its width allows (the library's test, in float64)."
+    d = cd[s] - cd[j - 1]
+    with np.errstate(divide='ignore', over='ignore'):
+        return bool(d > 0 and (j - s) > (DING_Z / d) ** 2 * 0.25)
+
+def ding_sizes(cd: np.ndarray) -> np.ndarray:
+    "Sizes of Ding et al.'s adaptive bins over confidences `cd` sorted descending (float64), highest bin first."
+    n = len(cd)
+    limit = min(n - 41, int(np.count_nonzero((cd - cd[-1]) > 0.05)))   # a bin may close at rank j only if j <= limit
+    sizes, s = [], 0
+    while s < limit and _full(cd, s, limit):          # a loop over bins: bisect the first rank where the bin is full
+        lo, hi = s + 1, limit                         # _full(lo) is False (one value), _full(hi) is True
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if _full(cd, s, mid) else (mid, hi)
+        sizes.append(hi - s); s = hi
+    sizes.append(n - s)
+    size = np.array(sizes, dtype=np.int64)
+    d = cd[s] - cd[-1]
+    with np.errstate(divide='ignore', over='ignore'):
+        needed = (DING_Z / d) ** 2 * 0.25 - size[-1] if d > 0 else 0.0   # all-equal last bin: t = inf, nothing moves
+    if needed > 0 and len(size) > 1:
+        e = min(int(needed * size[-1] / n), int(size[:-1].min()) - 1)     # every bin keeps at least one event
+        size[:-1] -= e; size[-1] += e * (len(size) - 1)
+    return size
+
+def adaptive_stats(conf, correct=None, *, moments=False) -> BinStats:
+    "`BinStats` of Ding et al.'s (2020) adaptive bins, as `calibration_metric`'s adaptive strategy builds them; bins in ascending order."
+    c, y = as_pairs(conf, correct)
+    c = c.astype(np.float64)
+    o = np.argsort(-c, kind='stable')                  # descending, ties in input order (the library's stable sort)
+    cd, yd = c[o], y[o]
+    starts = np.r_[0, np.cumsum(ding_sizes(cd))[:-1]]
+    st = stats_from_sorted(cd, yd, starts, moments)
+    return BinStats(**{k: None if v is None else v[::-1].copy() for k, v in vars(st).items()} | dict(lo=st.hi[::-1].copy(), hi=st.lo[::-1].copy()))
+
+# %% ../nbs/02_binning.ipynb #788d4e16
+BINNINGS = ('equal_mass', 'fixed_width', 'adaptive')
+
+def bin_stats(conf, correct=None, *, n_bins=None, bin_size=None, binning='equal_mass', moments=False) -> BinStats:
+    "`BinStats` of `conf` (events or a `BinStats`, passed through) binned by `binning` ('equal_mass', 'fixed_width', 'adaptive')."
+    check_choice('binning', binning, BINNINGS)
+    if isinstance(conf, BinStats):
+        if correct is not None: raise TypeError('correct must be None when the first argument is a BinStats')
+        if n_bins is not None or bin_size is not None: raise ValueError('n_bins/bin_size do not apply to a BinStats (already binned)')
+        if moments and conf.sum_conf2 is None: raise ValueError('this metric needs BinStats built with moments=True')
+        return conf
+    if binning == 'adaptive':
+        if n_bins is not None or bin_size is not None:
+            raise ValueError("binning='adaptive' chooses its own bins: n_bins/bin_size do not apply")
+        return adaptive_stats(conf, correct, moments=moments)
+    spec = bin_spec(n_bins, bin_size)
+    if binning == 'equal_mass': return equal_mass_stats(conf, correct, **spec, moments=moments)
+    if 'bin_size' in spec: raise ValueError("bin_size applies to equal-mass bins; fixed-width bins take n_bins")
+    return fixed_width_stats(conf, correct, n_bins=spec['n_bins'], moments=moments)

@@ -6,21 +6,20 @@
 from __future__ import annotations
 import warnings
 from functools import partial
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 import numpy as np, pandas as pd
-try:
-    import dask, dask.array as da, dask.dataframe as dd
-except ImportError as e:
-    raise ImportError("calibkit.dask needs dask: pip install 'calibkit[dask]'") from e
-from .config import default
-from .events import _numeric, check_int
-from .binning import BinStats, bin_starts, fixed_width_edges, fixed_width_index, sort_pairs
+from .config import default, progress, require
+dask = require('dask', 'dask', 'calibkit.dask')
+import dask.array as da, dask.dataframe as dd
+from dask.callbacks import Callback
+from .events import check_int, group_ids, group_map, numeric_array
+from .binning import BinStats, bin_starts, bin_table, fixed_width_edges, fixed_width_index, sort_pairs
 from .recalibrators import HistogramBinning
-from .metrics import _weighted_sq_gap
+from .metrics import gmce_table
 
 # %% auto #0
-__all__ = ['SKETCH_BUDGET', 'MIN_SKETCH', 'PHI', 'sketch_size', 'equal_mass_stats', 'fixed_width_stats', 'gmce', 'EqualMassError',
-           'equal_mass_error', 'sample', 'histogram_binning', 'transform']
+__all__ = ['dask', 'SKETCH_BUDGET', 'MIN_SKETCH', 'PHI', 'sketch_size', 'compute', 'equal_mass_stats', 'fixed_width_stats',
+           'gmce', 'EqualMassError', 'equal_mass_error', 'sample', 'histogram_binning', 'transform']
 
 # %% ../nbs/70_dask.ipynb #138869a0
 def _columns(frame, cols):
@@ -61,10 +60,10 @@ _BAD = ('n', 'n_correct', 'nan', 'inf', 'outside', 'not_binary', 'misaligned')  
 
 def _clean(c, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     "A partition's `(conf, correct)` in the core's types, and its counts `_BAD` (events, bad values)."
-    c = _numeric(c, 'conf') if len(c) else np.empty(0)
+    c = numeric_array(c, 'conf') if len(c) else np.empty(0)
     if c.dtype == bool: raise TypeError('conf must be probabilities, got booleans')
     if c.dtype not in (np.float32, np.float64): c = c.astype(np.float64)
-    y = _numeric(y, 'correct') if len(y) else np.empty(0, np.uint8)
+    y = numeric_array(y, 'correct') if len(y) else np.empty(0, np.uint8)
     bad = np.zeros(len(_BAD), np.int64)
     bad[:2] = len(c), len(y)
     if len(c) and not (0 <= c.min() and c.max() <= 1):
@@ -88,20 +87,15 @@ def _check_bad(bad) -> int:
     return n
 
 # %% ../nbs/70_dask.ipynb #412d048b
-def _group_map(groups) -> tuple[pd.Series, pd.Index]:
-    "The label → group map as a Series, and the sorted index of groups (a group's id is its position)."
-    if isinstance(groups, pd.Series): mapping = groups
-    elif isinstance(groups, Mapping): mapping = pd.Series(dict(groups), dtype=object)
-    else: raise TypeError(f'groups must map label -> group (dict or Series), got {type(groups).__name__}')
-    if mapping.empty: raise ValueError('groups is empty')
-    return mapping, pd.Index(sorted(pd.unique(mapping.to_numpy())))
+def _groups(groups) -> tuple[pd.Series, pd.Index]:
+    "The label → group map and the sorted index of groups (a group's id is its position), as `calibkit.events.group_ids` makes them."
+    mapping = group_map(groups)
+    return mapping, group_ids(pd.Series([], dtype=object), mapping)[1]
 
 def _assign(lab, groups) -> tuple[np.ndarray, list]:
     "Group id of every label of a partition (-1: no group) and up to 5 labels without one."
-    mapping, index = groups
     s = pd.Series(lab)
-    g = (s.astype(object) if isinstance(s.dtype, pd.CategoricalDtype) else s).map(mapping)
-    gid = index.get_indexer(g.to_numpy())
+    gid, _ = group_ids(s, groups[0], strict=False)
     return gid, list(pd.unique(s[gid < 0])[:5])
 
 def _by_group(c, y, gid, n_groups):
@@ -182,11 +176,22 @@ def _equal_mass_block(part, edges: list, groups, moments: bool):
 def _combine(ops, *results):
     return tuple(op.reduce(np.stack(r), axis=0) for op, r in zip(ops, zip(*results)))
 
+class _Progress(Callback):
+    "A dask callback that advances a `calibkit.config.progress` bar by one per finished task."
+    def __init__(self, desc: str): super().__init__(); self.desc = desc
+    def _start_state(self, dsk, state): self.bar = progress(total=len(dsk), desc=self.desc, unit='task', leave=False)
+    def _posttask(self, key, result, dsk, state, worker_id): self.bar.update(1)
+    def _finish(self, dsk, state, errored): self.bar.close()
+
+def compute(*tasks, desc: str = 'calibkit.dask'):
+    "`dask.compute(*tasks)` with a progress bar (tqdm via `calibkit.config.progress`; silent under `CALIBKIT_QUIET`)."
+    with _Progress(desc): return dask.compute(*tasks)
+
 def _tree(tasks: list, ops: tuple, fan_in: int = 16):
     "Compute per-partition results and combine them up a tree of tasks (`ops`: one ufunc per result field)."
     while len(tasks) > 1:
         tasks = [dask.delayed(partial(_combine, ops))(*tasks[i:i + fan_in]) for i in range(0, len(tasks), fan_in)]
-    return tasks[0].compute()
+    return compute(tasks[0])[0]
 
 def _bin_stats(sums, lo, hi) -> BinStats:
     "`BinStats` from the summed rows n, Σq, Σy[, Σq², Σqy] and the bins' `lo`, `hi`."
@@ -198,7 +203,7 @@ def _equal_mass(parts, spec, groups=None, moments=False, sketch=None) -> list[Bi
     "Equal-mass `BinStats` per group (None for a group without events); `spec(n)` gives a group's bin starts."
     k = sketch_size(len(parts), sketch)
     phases = (np.arange(len(parts)) * PHI) % 1                 # low-discrepancy grid offsets, one per partition
-    res = dask.compute(*[dask.delayed(_summary)(p, k, u, groups) for p, u in zip(parts, phases)])
+    res = compute(*[dask.delayed(_summary)(p, k, u, groups) for p, u in zip(parts, phases)], desc='sketch')
     n = _check_bad(sum(r[0] for r in res))
     unknown = sum(r[3][0] for r in res)
     if unknown:
@@ -245,21 +250,10 @@ def fixed_width_stats(conf, correct=None, *, n_bins=None, moments=False) -> BinS
 # %% ../nbs/70_dask.ipynb #e23f1ab2
 def gmce(events, groups, *, n_bins=None) -> pd.DataFrame:
     "GMCE of a dask events frame: one row per group (`group, gmce, n_events, n_labels, n_bins`), as `calibkit.metrics.gmce`."
-    n_bins = default('n_bins', n_bins)
-    mapping, index = grp = _group_map(groups)
+    n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
+    mapping, index = grp = _groups(groups)
     stats = _equal_mass(_parts(events, None, label=True), lambda n: bin_starts(n, n_bins=min(n_bins, int(n))), grp)
-    t = pd.DataFrame([(0, 0, np.nan) if st is None else (st.total, len(st.n), _weighted_sq_gap(st)) for st in stats],
-                     columns=['n_events', 'n_bins', 'sq_err'])
-    t.insert(0, 'group', index)
-    t.insert(1, 'gmce', np.sqrt(t.pop('sq_err')))
-    t.insert(3, 'n_labels', mapping.value_counts().reindex(index).to_numpy())
-    empty, small = t.n_events == 0, (t.n_events > 0) & (t.n_events < n_bins)
-    if empty.any():
-        warnings.warn(f'gmce: {int(empty.sum())} group(s) have no events and are left out: {list(index[empty])}')
-    if small.any():
-        warnings.warn(f'gmce: {int(small.sum())} group(s) have fewer than {n_bins} events and use one event per bin: '
-                      f'{list(index[small])}')
-    return t[~empty].reset_index(drop=True)
+    return gmce_table(stats, index, mapping.value_counts().reindex(index).to_numpy(), n_bins=n_bins)
 
 # %% ../nbs/70_dask.ipynb #7d8a7de7
 class EqualMassError(NamedTuple):
@@ -312,10 +306,8 @@ def histogram_binning(conf, correct=None, *, n_bins=None, sketch=None) -> Histog
     if st.sum_correct.sum() in (0, st.total):
         raise ValueError(f'correct: all {st.total} fit events are {int(st.sum_correct.sum() > 0)}: '
                          'a recalibrator needs both outcomes (0 and 1) to learn from')
-    h = HistogramBinning(n_bins)
     # its bins are (upper edge of the previous, upper edge]: a bin's largest confidence is its upper edge
-    h.edges_, h.counts_, h.values_, h.n_fit_ = st.hi[:-1], st.n, st.acc, st.total
-    return h
+    return HistogramBinning.from_bins(st.hi[:-1], st.n, st.acc)
 
 def transform(recalibrator, data):
     "Apply a fitted recalibrator lazily to a dask array (blocks), series or events frame (partitions)."

@@ -5,11 +5,14 @@
 # %% ../nbs/01_events.ipynb #413a5f4f
 from __future__ import annotations
 import sys
+from typing import Mapping
 import numpy as np, pandas as pd
+from .config import default
 
 # %% auto #0
-__all__ = ['is_dask', 'check_int', 'check_float', 'check_choice', 'check_bool', 'check_conf', 'check_correct', 'as_pairs',
-           'events', 'check_scores', 'events_from_scores', 'top_label_events']
+__all__ = ['is_dask', 'numeric_array', 'check_int', 'check_float', 'check_choice', 'check_bool', 'check_conf', 'check_correct',
+           'as_frame', 'as_pairs', 'events', 'check_scores', 'events_from_scores', 'top_label_events', 'group_map',
+           'group_ids']
 
 # %% ../nbs/01_events.ipynb #3bca7657
 def is_dask(x) -> bool:
@@ -17,9 +20,23 @@ def is_dask(x) -> bool:
     d = sys.modules.get('dask')
     return d is not None and d.is_dask_collection(x)
 
-def _numeric(x, name: str, ndim: int = 1) -> np.ndarray:
-    "`x` (array-like, list or Series) as a numeric numpy array of `ndim` dimensions, or a clear error."
+def _module(x) -> str: return type(x).__module__.split('.')[0]
+
+def _foreign_array(x):
+    "A torch tensor (detached, moved to CPU), pyarrow array/ChunkedArray or polars Series as numpy; else `x` unchanged."
+    m = _module(x)
+    if m == 'torch' or (hasattr(x, 'detach') and hasattr(x, 'cpu') and hasattr(x, 'numpy')):
+        return x.detach().cpu().numpy()                # requires_grad: detached; CUDA: copied to the CPU
+    if m == 'pyarrow' and hasattr(x, 'to_numpy'):
+        if x.null_count: x = x.cast('float64')          # nulls become NaN and are reported as such
+        return x.to_numpy(zero_copy_only=False)
+    if m == 'polars' and hasattr(x, 'to_numpy'): return x.to_numpy()
+    return x
+
+def numeric_array(x, name: str, ndim: int = 1) -> np.ndarray:
+    "`x` (numpy, list, pandas, pyarrow, polars or torch) as a numeric numpy array of `ndim` dimensions, or a clear error naming `name`."
     if is_dask(x): raise TypeError(f'{name} is a dask collection: this function needs in-memory data (calibkit.dask has the out-of-core metrics)')
+    x = _foreign_array(x)
     if isinstance(x, (pd.Series, pd.Index)) and isinstance(x.dtype, pd.api.extensions.ExtensionDtype):
         if not pd.api.types.is_numeric_dtype(x.dtype) and not pd.api.types.is_bool_dtype(x.dtype):
             raise TypeError(f'{name} must be numeric, got dtype {x.dtype}')
@@ -42,8 +59,11 @@ def _numeric(x, name: str, ndim: int = 1) -> np.ndarray:
     if a.size == 0: raise ValueError(f'{name} is empty')
     return a
 
+_numeric = numeric_array   # the name calibkit.extractors.taggers still imports (to be switched to numeric_array)
+
 def _count(mask) -> int: return int(np.count_nonzero(mask))
 
+# %% ../nbs/01_events.ipynb #ca73a3a7
 def check_int(name: str, value, lo: int, hi: int | None = None, why: str = '') -> int:
     "`value` as an int in [lo, hi] (a float only when integral, such as 1e5), or a ValueError naming `name`, the range and the value (NaN and inf included)."
     ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)) \
@@ -53,7 +73,6 @@ def check_int(name: str, value, lo: int, hi: int | None = None, why: str = '') -
         raise ValueError(f'{name} must be an integer {rng}{why}, got {value}')
     return int(value)
 
-# %% ../nbs/01_events.ipynb #ca73a3a7
 def check_float(name: str, value, lo: float | None = None, hi: float | None = None, *,
                 lo_open: bool = False, hi_open: bool = False) -> float:
     "`value` as a finite float in the interval from `lo` to `hi` (ends open when asked), or a ValueError naming `name`."
@@ -108,14 +127,25 @@ def check_correct(correct, n: int | None = None, name: str = 'correct') -> np.nd
     return a.astype(np.uint8)
 
 # %% ../nbs/01_events.ipynb #d255ecd5
+def as_frame(x) -> pd.DataFrame | None:
+    "An events frame given as a pandas, polars or pyarrow table, as pandas (columns copied as numpy arrays); None for anything else."
+    if isinstance(x, pd.DataFrame): return x
+    m = _module(x)
+    if m in ('polars', 'pyarrow') and hasattr(x, 'column_names' if m == 'pyarrow' else 'columns') and hasattr(x, 'num_rows' if m == 'pyarrow' else 'height'):
+        cols = x.column_names if m == 'pyarrow' else x.columns
+        return pd.DataFrame({c: _foreign_array(x[c]) for c in cols})
+    return None
+
 def as_pairs(conf, correct=None) -> tuple[np.ndarray, np.ndarray]:
-    "Validated `(conf, correct)` arrays from two array-likes or from an events frame passed as `conf`."
-    if isinstance(conf, pd.DataFrame):
+    "Validated `(conf, correct)` arrays from two array-likes or from an events frame (pandas, polars, pyarrow) passed as `conf`."
+    if is_dask(conf): raise TypeError(f'conf is a dask {type(conf).__name__}: use calibkit.dask (e.g. calibkit.dask.equal_mass_stats) for out-of-core data')
+    frame = as_frame(conf)
+    if frame is not None:
         if correct is not None: raise TypeError('pass either an events frame or (conf, correct), not both')
-        missing = [c for c in ('conf', 'correct') if c not in conf.columns]
-        if missing: raise ValueError(f'events frame lacks column(s) {missing}; it has {list(conf.columns)}')
-        conf, correct = conf['conf'], conf['correct']
-    elif correct is None: raise TypeError('correct is required when conf is not an events frame')
+        missing = [c for c in ('conf', 'correct') if c not in frame.columns]
+        if missing: raise ValueError(f'events frame lacks column(s) {missing}; it has {list(frame.columns)}')
+        conf, correct = frame['conf'], frame['correct']
+    elif correct is None: raise TypeError(f'correct is required when conf is not an events frame (got a {type(conf).__name__})')
     c = check_conf(conf)
     return c, check_correct(correct, len(c))
 
@@ -157,12 +187,10 @@ def _label_column(ids: np.ndarray, labels):
 def _index_dtype(top: int): return np.int32 if top < 2**31 else np.int64
 
 # %% ../nbs/01_events.ipynb #5ba738da
-def events_from_scores(scores, gold, *, threshold: float = 0.0, labels=None) -> pd.DataFrame:
-    "One event per (row, label) cell of an n×K score matrix with score >= `threshold`: `item, label, conf, correct`."
+def events_from_scores(scores, gold, *, threshold: float | None = None, labels=None) -> pd.DataFrame:
+    "One event per (row, label) cell of an n×K score matrix with score >= `threshold` (default: the settings', 0.01): `item, label, conf, correct`."
     s, g = check_scores(scores, gold, labels)
-    if not isinstance(threshold, (int, float, np.integer, np.floating)) or isinstance(threshold, bool) \
-            or not 0 <= threshold <= 1:
-        raise ValueError(f'threshold must be a number in [0, 1], got {threshold!r}')
+    threshold = check_float('threshold', default('threshold', threshold), 0, 1)
     n, k = s.shape
     flat = s.reshape(-1)
     di, dl = _index_dtype(n), _index_dtype(k)
@@ -186,3 +214,27 @@ def top_label_events(scores, gold, *, labels=None) -> pd.DataFrame:
     pred = s.argmax(axis=1)
     return pd.DataFrame({'item': np.arange(len(s)), 'label': _label_column(pred, labels),
                          'conf': s[np.arange(len(s)), pred], 'correct': (pred == g).view(np.uint8)})
+
+# %% ../nbs/01_events.ipynb #dad4c1fc
+def group_map(groups) -> pd.Series:
+    "The label → group mapping `groups` (dict or Series) as a non-empty Series, or a TypeError/ValueError naming `groups`."
+    if isinstance(groups, pd.Series): mapping = groups
+    elif isinstance(groups, Mapping): mapping = pd.Series(dict(groups), dtype=object)
+    else: raise TypeError(f'groups must map label -> group (dict or Series), got {type(groups).__name__}')
+    if mapping.empty: raise ValueError('groups is empty')
+    return mapping
+
+def group_ids(labels, groups, *, strict: bool = True) -> tuple[np.ndarray, pd.Index]:
+    "Group id of every label (its group's position in the sorted `index` of groups) and that index; labels without a group: a ValueError with counts, or id -1 when not `strict`."
+    mapping = group_map(groups)
+    try: index = pd.Index(sorted(pd.unique(mapping.to_numpy())))
+    except TypeError: raise TypeError('groups: group ids must be comparable (all numbers or all strings)') from None
+    if not isinstance(labels, (pd.Series, pd.Index)): labels = pd.Series(_foreign_array(labels))
+    codes, uniques = pd.factorize(labels, use_na_sentinel=False)   # map the distinct labels only, then spread by code
+    uniques = np.asarray(uniques, dtype=object)
+    ug = index.get_indexer(pd.Series(uniques).map(mapping).to_numpy())
+    gid = ug[codes]
+    if strict and (ug < 0).any():
+        raise ValueError(f'groups: {int(np.count_nonzero(ug < 0))} label(s) of the events have no group, '
+                         f'e.g. {list(uniques[ug < 0][:5])}; {int(np.count_nonzero(gid < 0))} events affected')
+    return gid, index

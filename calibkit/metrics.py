@@ -6,27 +6,23 @@
 from __future__ import annotations
 import os, warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 import numpy as np, pandas as pd
-from .config import default
-from .events import as_pairs, check_int, check_scores, events_from_scores, is_dask, top_label_events
-from .binning import BinStats, bin_starts, equal_mass_stats, fixed_width_stats, z_value
+from .config import default, progress
+from .events import (as_frame, as_pairs, check_bool, check_choice, check_int, check_scores, events_from_scores,
+                             group_ids, group_map, top_label_events)
+from .binning import (BinStats, aggregate_gaps, bin_spec, bin_starts, bin_stats, equal_mass_stats, keep_ties,
+                              stats_from_sorted, z_value)
 
 # %% auto #0
-__all__ = ['calib_mse', 'Interval', 'calib_mse_interval', 'ece', 'ece_interval', 'smce', 'gmce', 'MarginalCE', 'marginal_ce',
-           'top_label_ce', 'Brier', 'brier']
+__all__ = ['NORMS', 'calib_mse', 'Interval', 'calib_mse_interval', 'ece', 'ece_interval', 'smce', 'per_group_stats', 'gmce_table',
+           'gmce', 'MarginalCE', 'marginal_ce', 'top_label_ce', 'Brier', 'brier']
 
 # %% ../nbs/03_metrics.ipynb #b3ae381b
-def _weighted_sq_gap(st: BinStats) -> float: return float(np.sum(st.weight * st.gap ** 2))
-
-def _noise_term(n, acc) -> np.ndarray:
-    "Per-bin unbiased estimate of Var(acc) = p(1−p)/n, i.e. acc(1−acc)/(n−1) (0 for single-event bins)."
-    return np.divide(acc * (1 - acc), n - 1, out=np.zeros(np.shape(acc)), where=np.asarray(n) > 1)
-
 def calib_mse(conf, correct=None, *, bin_size=None, n_bins=None, debias: bool = False) -> float:
-    "CalibMSE = Σ_i |B_i|/N (conf_i − acc_i)² over equal-mass bins (exactly one of `bin_size`, `n_bins`)."
-    st = equal_mass_stats(conf, correct, bin_size=bin_size, n_bins=n_bins)
-    return _weighted_sq_gap(st) - (float(st.weight @ _noise_term(st.n, st.acc)) if debias else 0.0)
+    "CalibMSE = Σ_i |B_i|/N (conf_i − acc_i)² over equal-mass bins (`n_bins` or `bin_size`; default the settings' n_bins), or over a given `BinStats`."
+    debias = check_bool('debias', debias)
+    return bin_stats(conf, correct, bin_size=bin_size, n_bins=n_bins).sq_error(debias)
 
 # %% ../nbs/03_metrics.ipynb #475150eb
 class Interval(NamedTuple):
@@ -41,6 +37,16 @@ def _check_samples(n_samples, level, seed):
     z_value(level)
     return n_samples, level, seed
 
+def _warn_degenerate(st: BinStats, iv: Interval, what: str) -> Interval:
+    "Warn (once, with counts) when an interval has zero width (to rounding): it then reflects no spread in the data, not certainty."
+    if iv.hi - iv.lo > 1e-12 * (1 + abs(iv.estimate)): return iv
+    acc, n = st.acc, st.n
+    pure, single = int(np.count_nonzero((n > 1) & ((acc == 0) | (acc == 1)))), int(np.count_nonzero(n == 1))
+    warnings.warn(f'{what}: the interval is degenerate (zero width) and does not mean certainty: {st.total} event(s) in '
+                  f'{len(n)} bin(s), {pure} bin(s) with accuracy 0 or 1 and {single} single-event bin(s), so resampling '
+                  'has no spread. Use more events or fewer bins.', stacklevel=3)
+    return iv
+
 # %% ../nbs/03_metrics.ipynb #14d2aee9
 def _normal_gaps(st: BinStats, n_samples: int, rng) -> np.ndarray:
     "|conf − p*| per bin for `n_samples` draws p* ~ Normal(acc, se²) (the thesis' sampling), shape (n_samples, B)."
@@ -48,28 +54,23 @@ def _normal_gaps(st: BinStats, n_samples: int, rng) -> np.ndarray:
     se = np.sqrt(acc * (1 - acc) / st.n)
     return np.abs(st.conf - (acc + se * rng.standard_normal((n_samples, len(acc)))))
 
-def _norm_of_gaps(gaps: np.ndarray, weight: np.ndarray, norm: str) -> np.ndarray:
-    "The l1 / l2 / max / sq (CalibMSE) aggregate of per-bin gaps along the last axis."
-    if norm == 'l1': return gaps @ weight
-    if norm == 'sq': return (gaps ** 2) @ weight
-    if norm == 'l2': return np.sqrt((gaps ** 2) @ weight)
-    if norm == 'max': return np.where(weight > 0, gaps, 0).max(axis=-1)
-    raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
-
-def _normal_interval(st: BinStats, norm: str, n_samples: int, level: float, rng) -> Interval:
-    "Point estimate from the bins; interval = mean ± z·sd of the metric under per-bin Normal resampling."
+def _normal_interval(st: BinStats, norm: str, n_samples: int, level: float, rng, debias: bool = False) -> Interval:
+    "Point estimate from the bins; interval = mean ± z·sd of the metric under per-bin Normal resampling (debias: estimate ± z·sd)."
     st = st.nonempty()                                 # empty bins carry no weight and have no accuracy to resample
-    vals = _norm_of_gaps(_normal_gaps(st, n_samples, rng), st.weight, norm)
-    m, h = vals.mean(), z_value(level) * vals.std(ddof=1)
-    return Interval(float(_norm_of_gaps(st.gap, st.weight, norm)), max(0.0, float(m - h)), float(m + h))
+    vals = aggregate_gaps(_normal_gaps(st, n_samples, rng), st.weight, norm)
+    h = z_value(level) * vals.std(ddof=1)
+    if debias:
+        est = st.sq_error(debias=True)
+        return Interval(est, est - h, est + h)
+    m = vals.mean()
+    return Interval(st.error(norm), max(0.0, float(m - h)), float(m + h))
 
-def _bootstrap_samples(conf, correct, bin_size, n_bins, n_samples: int, rng, chunk: int = 8,
+def _bootstrap_samples(conf, correct, spec: dict, n_samples: int, rng, chunk: int = 8,
                        debias: bool = False) -> np.ndarray:
-    "CalibMSE of `n_samples` bootstrap resamples of the events, re-binned with the same bin specification."
+    "CalibMSE of `n_samples` bootstrap resamples of the events, re-binned with the same bin specification (ties kept together)."
     c, y = as_pairs(conf, correct)
     n = len(c)
-    starts = bin_starts(n, bin_size=bin_size, n_bins=n_bins)
-    size = np.diff(np.append(starts, n))
+    starts = bin_starts(n, **spec)
     o = np.argsort(c, kind='stable')
     cs, ys = c[o].astype(np.float64), y[o]
     dtype = np.int32 if n < 2**31 else np.int64
@@ -80,136 +81,115 @@ def _bootstrap_samples(conf, correct, bin_size, n_bins, n_samples: int, rng, chu
         s0, m = chunks[i]
         # sorted draws of positions in the stable conf order = the resample, itself in stable conf order
         d = np.sort(gens[i].integers(0, n, size=(m, n), dtype=dtype), axis=1)
-        sum_y = np.add.reduceat(ys[d], starts, axis=1, dtype=np.float64)
-        gap = np.add.reduceat(cs[d], starts, axis=1) - sum_y
-        out[s0:s0 + m] = (gap ** 2 / size).sum(axis=1) / n
-        if debias: out[s0:s0 + m] -= _noise_term(size, sum_y / size) @ (size / n)
+        for r in range(m):                             # a loop over replicates: each keeps its own tie runs together
+            cr = cs[d[r]]
+            out[s0 + r] = stats_from_sorted(cr, ys[d[r]], keep_ties(cr, starts)).sq_error(debias)
     with ThreadPoolExecutor(min(len(chunks), os.cpu_count() or 1)) as pool:   # numpy releases the GIL here
-        list(pool.map(replicate, range(len(chunks))))
+        list(progress(pool.map(replicate, range(len(chunks))), total=len(chunks), desc='bootstrap', unit='chunk'))
     return out
 
+# %% ../nbs/03_metrics.ipynb #6822eb84
 def calib_mse_interval(conf, correct=None, *, bin_size=None, n_bins=None, method='normal',
                        n_samples=None, level=None, seed=None, debias: bool = False) -> Interval:
-    "CalibMSE with a `level` interval by the thesis' per-bin Normal sampling or the event bootstrap."
+    "CalibMSE with a `level` interval by the thesis' per-bin Normal sampling or the event bootstrap; 'normal' also takes a `BinStats`."
+    check_choice('method', method, ('normal', 'bootstrap'))
+    debias = check_bool('debias', debias)
     n_samples, level, seed = _check_samples(n_samples, level, seed)
-    if method == 'bootstrap' and is_dask(conf):
-        raise ValueError("method='bootstrap' resamples events in memory: use method='normal' for dask data")
-    st = equal_mass_stats(conf, correct, bin_size=bin_size, n_bins=n_bins)
+    if method == 'bootstrap' and isinstance(conf, BinStats):
+        raise TypeError("method='bootstrap' resamples events: pass the events, not a BinStats (or use method='normal')")
+    st = bin_stats(conf, correct, bin_size=bin_size, n_bins=n_bins)
     rng = np.random.default_rng(seed)
     if method == 'normal':
-        st = st.nonempty()
-        if not debias: return _normal_interval(st, 'sq', n_samples, level, rng)
-        est = _weighted_sq_gap(st) - float(st.weight @ _noise_term(st.n, st.acc))
-        h = z_value(level) * _norm_of_gaps(_normal_gaps(st, n_samples, rng), st.weight, 'sq').std(ddof=1)
-        return Interval(est, est - h, est + h)
-    if method == 'bootstrap':
-        vals = _bootstrap_samples(conf, correct, bin_size, n_bins, n_samples, rng, debias=debias)
+        iv = _normal_interval(st, 'sq', n_samples, level, rng, debias)
+    else:
+        vals = _bootstrap_samples(conf, correct, bin_spec(n_bins, bin_size), n_samples, rng, debias=debias)
         lo, hi = np.quantile(vals, [(1 - level) / 2, (1 + level) / 2])
-        est = _weighted_sq_gap(st) - (float(st.weight @ _noise_term(st.n, st.acc)) if debias else 0.0)
-        return Interval(est, float(lo), float(hi))
-    raise ValueError(f"method must be 'normal' or 'bootstrap', got {method!r}")
+        iv = Interval(st.sq_error(debias), float(lo), float(hi))
+    return _warn_degenerate(st, iv, 'calib_mse_interval')
 
 # %% ../nbs/03_metrics.ipynb #f285d5a2
-def _stats(conf, correct, n_bins, binning) -> BinStats:
-    n_bins = default('n_bins', n_bins)
-    if binning == 'equal_mass': return equal_mass_stats(conf, correct, n_bins=n_bins)
-    if binning == 'fixed_width': return fixed_width_stats(conf, correct, n_bins=n_bins)
-    raise ValueError(f"binning must be 'equal_mass' or 'fixed_width', got {binning!r}")
+NORMS = ('l1', 'l2', 'max')
 
-def ece(conf, correct=None, *, n_bins=None, norm='l1', binning='equal_mass') -> float:
-    "Expected calibration error over `n_bins` bins (default: study default) with `norm` l1, l2 or max."
-    _check_norm(norm)
-    st = _stats(conf, correct, n_bins, binning)
-    return float(_norm_of_gaps(st.gap, st.weight, norm))
+def ece(conf, correct=None, *, n_bins=None, bin_size=None, norm='l1', binning='equal_mass') -> float:
+    "Expected calibration error with `norm` l1, l2 or max over `binning` bins ('equal_mass', 'fixed_width', 'adaptive' = Ding et al.), or over a `BinStats`."
+    check_choice('norm', norm, NORMS)
+    return bin_stats(conf, correct, n_bins=n_bins, bin_size=bin_size, binning=binning).error(norm)
 
-def ece_interval(conf, correct=None, *, n_bins=None, norm='l1', binning='equal_mass',
+def ece_interval(conf, correct=None, *, n_bins=None, bin_size=None, norm='l1', binning='equal_mass',
                  n_samples=None, level=None, seed=None) -> Interval:
     "ECE with a `level` interval from the thesis' per-bin Normal resampling of bin accuracies."
-    _check_norm(norm)
+    check_choice('norm', norm, NORMS)
     n_samples, level, seed = _check_samples(n_samples, level, seed)
-    st = _stats(conf, correct, n_bins, binning)
-    return _normal_interval(st, norm, n_samples, level, np.random.default_rng(seed))
-
-def _check_norm(norm):
-    if norm not in ('l1', 'l2', 'max'): raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
+    st = bin_stats(conf, correct, n_bins=n_bins, bin_size=bin_size, binning=binning)
+    return _warn_degenerate(st, _normal_interval(st, norm, n_samples, level, np.random.default_rng(seed)), 'ece_interval')
 
 # %% ../nbs/03_metrics.ipynb #3af8bb7f
-def smce(events, *, n_bins=None) -> float:
-    "Shared marginal calibration error: pooled equal-mass l2 error over marginal events."
-    return ece(events, n_bins=n_bins, norm='l2')
-
-def _group_ids(labels: pd.Series, groups) -> tuple[np.ndarray, pd.Index]:
-    "Group id (position in the sorted group index) of every event's label, via the label → group map."
-    if isinstance(groups, pd.Series): mapping = groups
-    elif isinstance(groups, Mapping): mapping = pd.Series(dict(groups), dtype=object)
-    else: raise TypeError(f'groups must map label -> group (dict or Series), got {type(groups).__name__}')
-    if mapping.empty: raise ValueError('groups is empty')
-    try: index = pd.Index(sorted(pd.unique(mapping.to_numpy())))
-    except TypeError: raise TypeError('groups: group ids must be comparable (all numbers or all strings)') from None
-    codes, uniques = pd.factorize(labels, use_na_sentinel=False)   # map the distinct labels only, then spread by code
-    ug = index.get_indexer(pd.Series(np.asarray(uniques, dtype=object)).map(mapping).to_numpy())
-    gid = ug[codes]
-    if (ug < 0).any():
-        missing = np.asarray(uniques, dtype=object)[ug < 0]
-        raise ValueError(f'groups: {len(missing)} label(s) of the events have no group, '
-                         f'e.g. {list(missing[:5])}; {int(np.count_nonzero(gid < 0))} events affected')
-    return gid, index
+def smce(events, *, n_bins=None, bin_size=None) -> float:
+    "Shared marginal calibration error: pooled equal-mass l2 error over marginal events (an events frame or a `BinStats`)."
+    return ece(events, n_bins=n_bins, bin_size=bin_size, norm='l2')
 
 # %% ../nbs/03_metrics.ipynb #8d67932b
-def _binned_by_group(c, y, gid, n_groups, n_bins, what):
-    "Per-group equal-mass l2 error: one stable radix sort by group, then contiguous slices."
-    order = np.argsort(gid.astype(np.int32 if n_groups >= 2**15 else np.int16), kind='stable')
+def per_group_stats(conf, correct, gid: np.ndarray, n_groups: int, *, n_bins=None, bin_size=None) -> list[BinStats | None]:
+    "Equal-mass `BinStats` of each group 0..n_groups−1 of events (None for an empty group); a group smaller than the specification gets one event per bin."
+    spec = bin_spec(n_bins, bin_size)
+    order = np.argsort(gid.astype(np.int32 if n_groups >= 2**15 else np.int16), kind='stable')   # a radix sort by group
     bounds = np.searchsorted(gid[order], np.arange(n_groups + 1))
-    rows, small = [], []
+    out = []
     for g in range(n_groups):                          # a loop over groups, not over events
         sl = order[bounds[g]:bounds[g + 1]]
-        if len(sl) == 0: rows.append((0, 0, np.nan)); continue
-        nb = min(n_bins, len(sl))
-        if nb < n_bins: small.append(g)
-        rows.append((len(sl), nb, _weighted_sq_gap(equal_mass_stats(c[sl], y[sl], n_bins=nb))))
-    return pd.DataFrame(rows, columns=['n_events', 'n_bins', 'sq_err']), small
+        k = {key: min(v, len(sl)) for key, v in spec.items()}
+        out.append(equal_mass_stats(conf[sl], correct[sl], **k) if len(sl) else None)
+    return out
 
-def gmce(events: pd.DataFrame, groups, *, n_bins=None) -> pd.DataFrame:
-    "Grouped marginal calibration error: one row per group (`group, gmce, n_events, n_labels, n_bins`)."
-    if is_dask(events):
-        from calibkit import dask as ckd
-        return ckd.gmce(events, groups, n_bins=n_bins)
-    c, y = as_pairs(events)
-    if 'label' not in events.columns: raise ValueError('events frame lacks a label column, needed to group')
-    n_bins = default('n_bins', n_bins)
-    gid, index = _group_ids(events['label'], groups)
-    t, small = _binned_by_group(c, y, gid, len(index), n_bins, 'group')
-    mapping = pd.Series(dict(groups)) if not isinstance(groups, pd.Series) else groups
-    t.insert(0, 'group', index)
-    t.insert(1, 'gmce', np.sqrt(t.pop('sq_err')))
-    t.insert(3, 'n_labels', mapping.value_counts().reindex(index).to_numpy())
-    empty = t.n_events == 0
+def gmce_table(stats: list, index: pd.Index, n_labels, *, n_bins=None, bin_size=None) -> pd.DataFrame:
+    "The GMCE table (`group, gmce, n_events, n_labels, n_bins`) from per-group `BinStats` (None: no events, left out with a warning)."
+    spec = bin_spec(n_bins, bin_size)
+    need = next(iter(spec.values()))
+    t = pd.DataFrame({'group': index,
+                      'gmce': [np.nan if st is None else np.sqrt(st.sq_error()) for st in stats],
+                      'n_events': [0 if st is None else st.total for st in stats],
+                      'n_labels': np.asarray(n_labels),
+                      'n_bins': [0 if st is None else len(st.n) for st in stats]})
+    empty, small = t.n_events == 0, (t.n_events > 0) & (t.n_events < need)
     if empty.any():
         warnings.warn(f'gmce: {int(empty.sum())} group(s) have no events and are left out: {list(index[empty])}')
-    if small:
-        warnings.warn(f'gmce: {len(small)} group(s) have fewer than {n_bins} events and use one event per bin: '
+    if small.any():
+        warnings.warn(f'gmce: {int(small.sum())} group(s) have fewer than {need} events and use one event per bin: '
                       f'{list(index[small])}')
     return t[~empty].reset_index(drop=True)
+
+# %% ../nbs/03_metrics.ipynb #ca1770a2
+def gmce(events, groups, *, n_bins=None, bin_size=None) -> pd.DataFrame:
+    "Grouped marginal calibration error: one row per group (`group, gmce, n_events, n_labels, n_bins`); equal-mass bins within each group."
+    frame = as_frame(events)
+    if frame is None: raise TypeError(f'events must be an events frame (pandas, polars or pyarrow), got {type(events).__name__}')
+    c, y = as_pairs(frame)
+    if 'label' not in frame.columns: raise ValueError('events frame lacks a label column, needed to group')
+    gid, index = group_ids(frame['label'], groups)
+    stats = per_group_stats(c, y, gid, len(index), n_bins=n_bins, bin_size=bin_size)
+    n_labels = group_map(groups).value_counts().reindex(index).to_numpy()
+    return gmce_table(stats, index, n_labels, n_bins=n_bins, bin_size=bin_size)
 
 # %% ../nbs/03_metrics.ipynb #8a69224b
 class MarginalCE(NamedTuple):
     "Kumar et al.'s marginal calibration error and the per-class table behind it."
     value: float
-    per_class: pd.DataFrame   # label, n_events, n_pos, ce (l2 error of the class), used
+    per_class: pd.DataFrame   # label, n_events, n_pos, n_bins, ce (l2 error of the class), used
 
-def marginal_ce(scores, gold, *, n_bins=None, threshold=0.0, min_events=None, labels=None) -> MarginalCE:
-    "MCE: root-mean-square over classes of each class's equal-mass l2 error; classes below `min_events` skipped."
-    n_bins = default('n_bins', n_bins)
-    min_events = n_bins if min_events is None else min_events
-    if min_events < 1: raise ValueError(f'min_events must be >= 1, got {min_events}')
+def marginal_ce(scores, gold, *, n_bins=None, bin_size=None, threshold=None, min_events=None, labels=None) -> MarginalCE:
+    "MCE: root-mean-square over classes of each class's equal-mass l2 error; cells below `threshold` (default: the settings', 0.01) dropped, classes below `min_events` skipped."
+    spec = bin_spec(n_bins, bin_size)
+    min_events = check_int('min_events', next(iter(spec.values())) if min_events is None else min_events, 1)
     s, g = check_scores(scores, gold, labels)              # gold may be given as label names
     ev = events_from_scores(s, g, threshold=threshold)
     k = s.shape[1]
-    lab = ev['label'].to_numpy()
-    t, _ = _binned_by_group(ev['conf'].to_numpy(), ev['correct'].to_numpy(), lab, k, n_bins, 'class')
-    t.insert(0, 'label', list(labels) if labels is not None else np.arange(k))
-    t.insert(2, 'n_pos', np.bincount(lab, weights=ev['correct'].to_numpy(), minlength=k).astype(np.int64))
-    t['ce'] = np.sqrt(t.pop('sq_err'))
+    lab, y = ev['label'].to_numpy(), ev['correct'].to_numpy()
+    stats = per_group_stats(ev['conf'].to_numpy(), y, lab, k, **spec)
+    t = pd.DataFrame({'label': list(labels) if labels is not None else np.arange(k),
+                      'n_events': [0 if st is None else st.total for st in stats],
+                      'n_pos': np.bincount(lab, weights=y, minlength=k).astype(np.int64),
+                      'n_bins': [0 if st is None else len(st.n) for st in stats],
+                      'ce': [np.nan if st is None else np.sqrt(st.sq_error()) for st in stats]})
     t['used'] = t.n_events >= min_events
     if not t.used.any(): raise ValueError(f'marginal_ce: no class has min_events={min_events} events')
     if not t.used.all():
@@ -218,9 +198,9 @@ def marginal_ce(scores, gold, *, n_bins=None, threshold=0.0, min_events=None, la
                       f'skipped (listed in per_class, used=False), e.g. {list(skipped[:5])}')
     return MarginalCE(float(np.sqrt(np.mean(t.ce[t.used] ** 2))), t)
 
-def top_label_ce(scores, gold, *, n_bins=None, norm='l1', binning='equal_mass') -> float:
+def top_label_ce(scores, gold, *, n_bins=None, bin_size=None, norm='l1', binning='equal_mass') -> float:
     "Calibration error of the top label: ECE of (max score, [argmax == gold]) events."
-    return ece(top_label_events(scores, gold), n_bins=n_bins, norm=norm, binning=binning)
+    return ece(top_label_events(scores, gold), n_bins=n_bins, bin_size=bin_size, norm=norm, binning=binning)
 
 # %% ../nbs/03_metrics.ipynb #c285e49e
 class Brier(NamedTuple):
@@ -232,19 +212,14 @@ class Brier(NamedTuple):
     resolution: float
     uncertainty: float
 
-def brier(conf, correct=None, *, n_bins=None, binning='equal_mass') -> Brier:
-    "The Brier score and its binned decomposition (`n_bins` bins, default: the study default)."
-    c, y = as_pairs(conf, correct)
-    n_bins = default('n_bins', n_bins)
-    if binning == 'equal_mass': st = equal_mass_stats(c, y, n_bins=n_bins, moments=True)
-    elif binning == 'fixed_width': st = fixed_width_stats(c, y, n_bins=n_bins, moments=True)
-    else: raise ValueError(f"binning must be 'equal_mass' or 'fixed_width', got {binning!r}")
-    d = c.astype(np.float64) - y
+def brier(conf, correct=None, *, n_bins=None, bin_size=None, binning='equal_mass') -> Brier:
+    "The Brier score and its binned decomposition, from events or from a `BinStats` built with `moments=True`."
+    st = bin_stats(conf, correct, n_bins=n_bins, bin_size=bin_size, binning=binning, moments=True)
     w, ne = st.weight, st.n > 0
     q, p = np.where(ne, st.conf, 0), np.where(ne, st.acc, 0)
     var_q = np.where(ne, st.sum_conf2 / np.maximum(st.n, 1), 0) - q ** 2
     cov_qy = np.where(ne, st.sum_conf_correct / np.maximum(st.n, 1), 0) - q * p
     ybar = st.sum_correct.sum() / st.total
-    return Brier(brier=float(np.mean(d * d)), calibration=float(w @ (q - p) ** 2), refinement=float(w @ (p * (1 - p))),
+    return Brier(brier=st.brier(), calibration=float(w @ (q - p) ** 2), refinement=float(w @ (p * (1 - p))),
                  within_bin=float(w @ (var_q - 2 * cov_qy)), resolution=float(w @ (p - ybar) ** 2),
                  uncertainty=float(ybar * (1 - ybar)))

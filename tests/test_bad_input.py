@@ -9,7 +9,7 @@ import math, warnings
 import numpy as np, pandas as pd, pytest
 from calibkit.events import events, events_from_scores, top_label_events
 from calibkit.binning import equal_mass_bins, fixed_width_bins
-from calibkit.metrics import brier, calib_mse, calib_mse_interval, ece, gmce, marginal_ce, smce, top_label_ce
+from calibkit.metrics import brier, calib_mse, calib_mse_interval, ece, ece_interval, gmce, marginal_ce, smce, top_label_ce
 
 C = [.1, .2, .3, .4, .5, .6]                      # N = 6 valid pairs
 Y = [0, 1, 0, 1, 1, 0]
@@ -147,6 +147,8 @@ SPEC_CASES = {
 @pytest.mark.parametrize('fn', NEEDS_ONE_SPEC)
 def test_bad_bin_spec(fn, case):
     kw, fragments = SPEC_CASES[case]
+    if case == 'neither' and fn != 'equal_mass_bins':      # metrics (contract C3): neither -> the settings' n_bins (10 > 6 events)
+        fragments = ['n_bins', '[1, 6]', 'got 10']
     _check(lambda: NEEDS_ONE_SPEC[fn](**kw), ValueError, fragments)
 
 N_BINS_ABOVE_N = {     # equal-mass functions: more bins than events would leave bins empty
@@ -245,7 +247,7 @@ def edge_metrics(c, y):
         out.update({f'brier {binning} {k}': v for k, v in brier(c, y, n_bins=nb, binning=binning)._asdict().items()})
     out['smce'] = smce(ev, n_bins=nb)
     out.update({f'gmce {g}': v for g, v in zip(gmce(ev, LABELS, n_bins=nb).group, gmce(ev, LABELS, n_bins=nb).gmce)})
-    out['marginal_ce'] = marginal_ce(s, gold, n_bins=nb, min_events=1).value
+    out['marginal_ce'] = marginal_ce(s, gold, n_bins=nb, min_events=1, threshold=0).value
     out['equal_mass_bins'] = equal_mass_bins(c, y, n_bins=nb).to_numpy().sum()
     return out
 
@@ -330,3 +332,68 @@ def test_text_lines_splits_every_line_end(tmp_path):
     p = tmp_path/'x.txt'
     p.write_bytes(b'\xef\xbb\xbfa\r\nb\rc\nd')
     assert list(text_lines(p)) == [(1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')]
+
+
+# --- degenerate intervals, impossible sizes, data containers (issues 16, 17) -----------------------
+
+@pytest.mark.parametrize('name, c, y', [('single event', [.7], [1]), ('all correct', [.2, .4, .6, .8], [1, 1, 1, 1]),
+                                         ('pure bins', [.1, .2, .8, .9], [0, 0, 1, 1])])
+def test_degenerate_interval_warns_with_counts(name, c, y):
+    "A zero-width interval comes from no spread in the data, not certainty: one warning says so, with counts."
+    nb = 1 if len(c) == 1 else 2
+    fns = [lambda: calib_mse_interval(c, y, n_bins=nb, n_samples=20), lambda: ece_interval(c, y, n_bins=nb, n_samples=20)]
+    if len(c) == 1: fns.append(lambda: calib_mse_interval(c, y, n_bins=nb, n_samples=20, method='bootstrap'))
+    for f in fns:
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter('always')
+            iv = f()
+        assert iv.hi - iv.lo <= 1e-12                       # zero width, to rounding
+        msgs = [str(r.message) for r in rec if 'degenerate' in str(r.message)]
+        assert len(msgs) == 1 and f'{len(c)} event(s) in {nb} bin(s)' in msgs[0] and 'does not mean certainty' in msgs[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')                       # a real interval: no warning
+        calib_mse_interval(np.linspace(.05, .95, 40), np.arange(40) % 3 == 0, n_bins=2, n_samples=20)
+
+def test_fixed_width_refuses_sizes_that_cannot_fit_in_memory():
+    from calibkit.binning import MAX_FIXED_BINS
+    with pytest.raises(ValueError, match=r'n_bins must be an integer in \[1, 10000000\] \(fixed-width bins: more cannot fit in memory\), got 1000000000'):
+        fixed_width_bins([.1, .2], [0, 1], n_bins=10**9)
+    assert MAX_FIXED_BINS == 10**7
+    assert fixed_width_bins([.1, .2], [0, 1], n_bins=1000).n.sum() == 2
+
+def test_every_common_container_gives_the_same_metric():
+    torch, pl, pa = pytest.importorskip('torch'), pytest.importorskip('polars'), pytest.importorskip('pyarrow')
+    c = np.random.default_rng(0).random(200); y = (np.random.default_rng(1).random(200) < c).astype(np.uint8)
+    ref = calib_mse(c, y, n_bins=5)
+    frame = pd.DataFrame({'conf': c, 'correct': y, 'label': np.arange(200) % 3})
+    assert calib_mse(pl.from_pandas(frame), n_bins=5) == ref
+    assert calib_mse(pa.Table.from_pandas(frame), n_bins=5) == ref
+    assert smce(pl.from_pandas(frame), n_bins=5) == smce(frame, n_bins=5)
+    pd.testing.assert_frame_equal(gmce(pa.Table.from_pandas(frame), {0: 'a', 1: 'a', 2: 'b'}, n_bins=5),
+                                  gmce(frame, {0: 'a', 1: 'a', 2: 'b'}, n_bins=5))
+    arrays = [(list(c), list(y)), (pd.Series(c), pd.Series(y)), (pa.array(c), pa.array(y)),
+              (pa.chunked_array([c[:50], c[50:]]), pa.chunked_array([y[:70], y[70:]])), (pl.Series(c), pl.Series(y)),
+              (torch.tensor(c, requires_grad=True) * 1, torch.tensor(y))]     # a tensor in an autograd graph: detached
+    for cc, yy in arrays:
+        assert calib_mse(cc, yy, n_bins=5) == ref, type(cc)
+    class FakeCudaTensor:                                 # what a CUDA tensor offers: .numpy() only after .cpu()
+        def __init__(self, a, dev='cuda'): self.a, self.dev = a, dev
+        def detach(self): return self
+        def cpu(self): return FakeCudaTensor(self.a, 'cpu')
+        def numpy(self):
+            if self.dev != 'cpu': raise TypeError("can't convert cuda:0 device type tensor to numpy")
+            return self.a
+    assert calib_mse(FakeCudaTensor(c), FakeCudaTensor(y), n_bins=5) == ref
+
+def test_frames_from_other_libraries_name_missing_columns():
+    pl = pytest.importorskip('polars')
+    with pytest.raises(ValueError, match=r"events frame lacks column\(s\) \['correct'\]"):
+        calib_mse(pl.DataFrame({'conf': [.1, .2]}), n_bins=1)
+
+def test_bootstrap_shows_progress_unless_quiet(monkeypatch, capsys):
+    monkeypatch.setenv('CALIBKIT_QUIET', '0')
+    calib_mse_interval(np.linspace(.05, .95, 40), np.arange(40) % 3 == 0, n_bins=2, n_samples=20, method='bootstrap')
+    assert 'bootstrap' in capsys.readouterr().err
+    monkeypatch.setenv('CALIBKIT_QUIET', '1')
+    calib_mse_interval(np.linspace(.05, .95, 40), np.arange(40) % 3 == 0, n_bins=2, n_samples=20, method='bootstrap')
+    assert 'bootstrap' not in capsys.readouterr().err

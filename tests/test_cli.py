@@ -38,7 +38,7 @@ def test_help_on_every_command(cmd):
 
 @pytest.mark.parametrize('name', ['test.csv', 'test.parquet', 'test.jsonl'])
 def test_report_from_events_files_agree(data, tmp_path, name):
-    r = calibkit('report', data/name, '--out', tmp_path/'r', '--samples', 50)
+    r = calibkit('report', data/name, '--out', tmp_path/'r', '--n-samples', 50)
     assert r.returncode == 0, r.stderr
     assert {'report.html', 'metrics.json', 'bins.csv', 'reliability_before.svg', 'reliability_before.vl.json'} <= \
         {p.name for p in (tmp_path/'r').iterdir()}
@@ -52,7 +52,7 @@ def test_report_from_events_files_agree(data, tmp_path, name):
 
 
 def test_score_matrix_uses_threshold_and_reports_drops(data, tmp_path):
-    r = calibkit('report', data/'scores.npz', '--out', tmp_path/'r', '--threshold', .05, '--samples', 50)
+    r = calibkit('report', data/'scores.npz', '--out', tmp_path/'r', '--threshold', .05, '--n-samples', 50)
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path/'r'/'metrics.json').read_text())['summary']
     scores = np.load(data/'scores.npz')['scores']
@@ -61,19 +61,19 @@ def test_score_matrix_uses_threshold_and_reports_drops(data, tmp_path):
 
 
 def test_default_out_is_named_after_input_and_never_the_input(data, tmp_path):
-    r = calibkit('report', data/'test.csv', '--samples', 20, cwd=tmp_path)
+    r = calibkit('report', data/'test.csv', '--n-samples', 20, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path/'test-calibration'/'report.html').is_file()
     r = calibkit('report', data/'test.csv', '--out', data, '--force')
-    assert r.returncode == 2 and 'would replace or contain the input' in r.stderr and (data/'test.csv').exists()
+    assert r.returncode == 73 and 'would replace or contain the input' in r.stderr and (data/'test.csv').exists()
 
 
 def test_existing_out_refused_unless_force_and_input_untouched(data, tmp_path):
     before = hashlib.sha256((data/'test.csv').read_bytes()).hexdigest()
-    assert calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--samples', 20).returncode == 0
-    r = calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--samples', 20)
-    assert r.returncode == 2 and 'exists' in r.stderr and '--force' in r.stderr
-    assert calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--samples', 20, '--force').returncode == 0
+    assert calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--n-samples', 20).returncode == 0
+    r = calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--n-samples', 20)
+    assert r.returncode == 73 and 'exists' in r.stderr and '--force' in r.stderr
+    assert calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--n-samples', 20, '--force').returncode == 0
     assert hashlib.sha256((data/'test.csv').read_bytes()).hexdigest() == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith('.')], 'temporary folders left behind'
 
@@ -94,7 +94,7 @@ def test_bad_input_is_one_clear_line(tmp_path, name):
     text, expected = BAD[name]
     (tmp_path/name).write_text(text)
     r = calibkit('report', tmp_path/name, '--out', tmp_path/'r')
-    assert r.returncode == 2
+    assert r.returncode == 65
     assert r.stderr.count('\n') == 1 and r.stderr.startswith('calibkit: error: '), r.stderr
     assert expected in r.stderr and 'Traceback' not in r.stderr
     assert not (tmp_path/'r').exists()
@@ -102,10 +102,10 @@ def test_bad_input_is_one_clear_line(tmp_path, name):
 
 def test_unreadable_and_missing_files(tmp_path):
     r = calibkit('report', tmp_path/'nope.csv')
-    assert r.returncode == 2 and 'nope.csv: no such file' in r.stderr
+    assert r.returncode == 66 and 'nope.csv: no such file' in r.stderr
     (tmp_path/'bin.parquet').write_bytes(b'not parquet at all')
     r = calibkit('report', tmp_path/'bin.parquet')
-    assert r.returncode == 2 and 'cannot read as parquet' in r.stderr
+    assert r.returncode == 65 and 'cannot read as parquet' in r.stderr
 
 
 def test_debug_shows_traceback(tmp_path):
@@ -116,7 +116,7 @@ def test_debug_shows_traceback(tmp_path):
 def test_report_renders_in_a_real_browser(data, tmp_path):
     why = browser.missing()
     if why: pytest.skip(f'browser check skipped: {why}')
-    assert calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--samples', 50).returncode == 0
+    assert calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--n-samples', 50).returncode == 0
     page = browser.open_page(tmp_path/'r'/'report.html', screenshot=tmp_path/'shot.png')
     assert page['errors'] == []
     assert page['svgs'] and all(w > 100 and h > 100 and vis == 'visible' for w, h, vis in page['svgs'])
@@ -125,9 +125,9 @@ def test_report_renders_in_a_real_browser(data, tmp_path):
     assert '<script' not in html and 'cdn.' not in html
 
 
-@pytest.mark.parametrize('flag,name,kind', [('--recal', 'isotonik', 'recalibrator'), ('--group', 'tfgg', 'grouper')])
+@pytest.mark.parametrize('flag,name,kind', [('--recalibrator', 'isotonik', 'recalibrator'), ('--grouper', 'tfgg', 'grouper')])
 def test_unknown_plugin_names_list_the_known_ones(data, tmp_path, flag, name, kind):
-    args = ['--fit', data/'dev.csv'] if flag == '--recal' else []
+    args = ['--fit', data/'dev.csv'] if flag == '--recalibrator' else []
     r = calibkit('report', data/'test.csv', flag, name, *args, '--out', tmp_path/'r')
     assert r.returncode == 2 and r.stderr.count('\n') == 1, r.stderr
     assert name in r.stderr and kind in r.stderr and ('isotonic' in r.stderr or 'tfg' in r.stderr)
@@ -135,7 +135,7 @@ def test_unknown_plugin_names_list_the_known_ones(data, tmp_path, flag, name, ki
 
 
 def test_recal_without_fit_is_refused(data, tmp_path):
-    r = calibkit('report', data/'test.csv', '--recal', 'isotonic', '--out', tmp_path/'r')
+    r = calibkit('report', data/'test.csv', '--recalibrator', 'isotonic', '--out', tmp_path/'r')
     assert r.returncode == 2 and 'needs fit events (--fit)' in r.stderr
 
 
@@ -155,7 +155,7 @@ def test_report_from_calibration_metric_logits(tmp_path, suffix):
     "The calibration_metric top-logit format: token events, the same as read_calibration_metric_logits gives."
     src = tmp_path/f'dev_two{suffix}'
     src.write_bytes(LOGITS.read_bytes())
-    r = calibkit('report', src, '--out', tmp_path/'r', '--bins', 5, '--samples', 20)
+    r = calibkit('report', src, '--out', tmp_path/'r', '--n-bins', 5, '--n-samples', 20)
     assert r.returncode == 0, r.stderr
     from calibkit.extractors.seq2seq import read_calibration_metric_logits
     ev = read_calibration_metric_logits(LOGITS)
@@ -163,4 +163,4 @@ def test_report_from_calibration_metric_logits(tmp_path, suffix):
     assert s['events'] == len(ev) and s['accuracy'] == pytest.approx(ev.correct.mean())
     (tmp_path/'bad.logits').write_text('{"top_logits": [[0.5, 0.5]], "labels": [1]}\n')
     r = calibkit('report', tmp_path/'bad.logits', '--out', tmp_path/'r2')
-    assert r.returncode == 2 and "lacks key(s) ['top_logit_idxs']" in r.stderr and 'Traceback' not in r.stderr
+    assert r.returncode == 65 and "lacks key(s) ['top_logit_idxs']" in r.stderr and 'Traceback' not in r.stderr

@@ -38,9 +38,9 @@ def test_fixed_width_is_exact(client, data):
     np.testing.assert_array_equal(got.lo, ref.lo)
     for f in ('sum_conf', 'sum_conf2', 'sum_conf_correct'):
         np.testing.assert_allclose(getattr(got, f), getattr(ref, f), rtol=1e-12)
-    pd.testing.assert_frame_equal(B.fixed_width_bins(dq, dy, n_bins=7), B.fixed_width_bins(q, y, n_bins=7), rtol=1e-12)
+    pd.testing.assert_frame_equal(B.bin_table(ckd.fixed_width_stats(dq, dy, n_bins=7)), B.fixed_width_bins(q, y, n_bins=7), rtol=1e-12)
     for norm in ('l1', 'l2', 'max'):
-        assert M.ece(dq, dy, n_bins=9, norm=norm, binning='fixed_width') == pytest.approx(
+        assert M.ece(ckd.fixed_width_stats(dq, dy, n_bins=9), norm=norm) == pytest.approx(
             M.ece(q, y, n_bins=9, norm=norm, binning='fixed_width'), rel=1e-12)
 
 
@@ -50,13 +50,13 @@ def test_equal_mass_within_certified_bound(client, data):
         st = ckd.equal_mass_stats(dq, dy, **spec, sketch=256)      # far smaller than the default: approximate bins
         err = equal_mass_error(st, **spec)
         assert st.total == N
-        assert abs(M._weighted_sq_gap(st) - M.calib_mse(q, y, **spec)) <= err.calib_mse
+        assert abs(st.sq_error() - M.calib_mse(q, y, **spec)) <= err.calib_mse
         if 'n_bins' in spec: assert abs(float(st.gap @ st.weight) - M.ece(q, y, **spec)) <= err.ece
         # the documented worst case: N/2k plus one partition's gap (no ties here)
         assert 0 < err.rank_error.max() <= N / (2 * 256) + CHUNK / 256 + 1
     # the default sketch keeps 2^22 / 10 values per partition: every value here, so the bins are exact
     assert ckd.sketch_size(10) > CHUNK
-    assert M.ece(dq, dy, n_bins=10) == pytest.approx(M.ece(q, y, n_bins=10), rel=1e-12)
+    assert M.ece(ckd.equal_mass_stats(dq, dy, n_bins=10)) == pytest.approx(M.ece(q, y, n_bins=10), rel=1e-12)
 
 
 def test_sketch_as_large_as_partitions_is_exact(client, data):
@@ -71,11 +71,12 @@ def test_sketch_as_large_as_partitions_is_exact(client, data):
 def test_frame_series_and_array_inputs_agree(client, data):
     q, y, dq, dy = data
     frame = dd.from_pandas(pd.DataFrame({'conf': q, 'correct': y}), chunksize=CHUNK)
-    a = B.equal_mass_bins(dq, dy, n_bins=10)
-    pd.testing.assert_frame_equal(B.equal_mass_bins(frame, n_bins=10), a)
-    pd.testing.assert_frame_equal(B.equal_mass_bins(frame['conf'], frame['correct'], n_bins=10), a)
-    pd.testing.assert_frame_equal(B.equal_mass_bins(dq, y, n_bins=10), a)          # numpy outcomes, rechunked
-    assert M.smce(frame) == pytest.approx(np.sqrt(M.calib_mse(dq, dy, n_bins=10)), rel=1e-14)
+    bins = lambda *x: B.bin_table(ckd.equal_mass_stats(*x, n_bins=10))
+    a = bins(dq, dy)
+    pd.testing.assert_frame_equal(bins(frame), a)
+    pd.testing.assert_frame_equal(bins(frame['conf'], frame['correct']), a)
+    pd.testing.assert_frame_equal(bins(dq, y), a)          # numpy outcomes, rechunked
+    assert M.smce(ckd.equal_mass_stats(frame, n_bins=10)) == pytest.approx(np.sqrt(M.calib_mse(ckd.equal_mass_stats(dq, dy, n_bins=10))), rel=1e-14)
 
 
 def test_float32_stays_float32_and_ties_stay_within_bound(client, data):
@@ -87,23 +88,25 @@ def test_float32_stays_float32_and_ties_stay_within_bound(client, data):
     ref = M.calib_mse(c32, y, bin_size=1000)
     err = equal_mass_error(st, bin_size=1000)
     assert err.rank_error.max() > 0                              # ties at edges are not split...
-    assert abs(M._weighted_sq_gap(st) - ref) <= err.calib_mse    # ...and the bound covers it
+    assert abs(st.sq_error() - ref) <= err.calib_mse    # ...and the bound covers it
 
 
 def test_validation_counts_all_partitions(client, data):
     q, y, dq, dy = data
     bad = q.copy(); bad[[0, 40_000, N - 1]] = np.nan                       # three partitions
     with pytest.raises(ValueError, match=f'conf: 3 of {N} values are NaN'):
-        M.calib_mse(da.from_array(bad, chunks=CHUNK), dy, n_bins=10)
+        ckd.equal_mass_stats(da.from_array(bad, chunks=CHUNK), dy, n_bins=10)
     yb = y.astype(float); yb[[1, 70_000]] = .5
     with pytest.raises(ValueError, match=f'correct: 2 of {N} values are not 0 or 1'):
-        M.ece(dq, da.from_array(yb, chunks=CHUNK), binning='fixed_width')
+        ckd.fixed_width_stats(dq, da.from_array(yb, chunks=CHUNK))
     with pytest.raises(TypeError, match='in-memory data'):
         ckd.equal_mass_stats(q, y, n_bins=10)
     conf = dd.from_pandas(pd.Series(q), npartitions=4)
     correct = dd.from_pandas(pd.Series(y), npartitions=4).repartition(divisions=[0, 10, 50_000, 90_000, N - 1])
     with pytest.raises(ValueError, match='partitioned differently: 3 partition'):
-        M.ece(conf, correct)
+        ckd.equal_mass_stats(conf, correct, n_bins=10)
+    with pytest.raises(TypeError, match='use calibkit.dask'):
+        M.ece(conf, correct)                                   # the core never dispatches to dask
 
 
 def test_gmce_two_routes_and_bound(client, data):
@@ -116,7 +119,7 @@ def test_gmce_two_routes_and_bound(client, data):
     pd.testing.assert_frame_equal(got.drop(columns='gmce'), ref.drop(columns='gmce'))
     for i, g in enumerate('abc'):
         sub = ev[ev.label % 3 == i]
-        assert got.gmce[i] == pytest.approx(M.smce(sub), rel=1e-14)
+        assert got.gmce[i] == pytest.approx(M.smce(ckd.equal_mass_stats(sub, n_bins=10)), rel=1e-14)
         assert got.gmce[i] == pytest.approx(ref.gmce[i], rel=1e-12)     # default sketch: exact at this size
 
 
@@ -145,10 +148,12 @@ def test_recalibration_is_lazy_and_sample_reproducible(client, data):
 
 def test_interval_normal_only(client, data):
     q, y, dq, dy = data
-    iv, ref = M.calib_mse_interval(dq, dy, n_bins=10), M.calib_mse_interval(q, y, n_bins=10)
+    iv, ref = M.calib_mse_interval(ckd.equal_mass_stats(dq, dy, n_bins=10)), M.calib_mse_interval(q, y, n_bins=10)
     assert iv.estimate == pytest.approx(ref.estimate, rel=1e-12)
     assert iv.hi - iv.lo == pytest.approx(ref.hi - ref.lo, rel=.05)
-    with pytest.raises(ValueError, match="use method='normal' for dask data"):
+    with pytest.raises(TypeError, match="use method='normal'"):
+        M.calib_mse_interval(ckd.equal_mass_stats(dq, dy, n_bins=10), method='bootstrap')
+    with pytest.raises(TypeError, match='use calibkit.dask'):
         M.calib_mse_interval(dq, dy, n_bins=10, method='bootstrap')
 
 
@@ -167,7 +172,7 @@ def test_bound_holds_on_random_data(n, chunk, n_bins, sketch, seed, digits):
         st_ = ckd.equal_mass_stats(da.from_array(q, chunks=chunk), da.from_array(y, chunks=chunk), n_bins=n_bins, sketch=sketch)
     err = equal_mass_error(st_, n_bins=n_bins)
     assert st_.total == n and st_.sum_correct.sum() == y.sum()
-    assert abs(M._weighted_sq_gap(st_) - M.calib_mse(q, y, n_bins=n_bins)) <= err.calib_mse + 1e-12
+    assert abs(st_.sq_error() - M.calib_mse(q, y, n_bins=n_bins)) <= err.calib_mse + 1e-12
     assert abs(float(st_.gap @ st_.weight) - M.ece(q, y, n_bins=n_bins)) <= err.ece + 1e-12
     if sketch >= chunk and digits is None:
         assert not err.rank_error.any()
@@ -178,17 +183,21 @@ def test_importing_calibkit_does_not_import_dask():
     assert subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip() == 'False'
 
 
-def test_public_functions_take_dask_inputs(client, data):
-    "The top-level metrics reach calibkit.dask through the binning dispatch: same values as in memory."
+def test_public_functions_take_dask_binstats(client, data):
+    "The top-level metrics take the BinStats calibkit.dask builds: same values as in memory; dask collections themselves are refused."
     q, y, dq, dy = data
-    pd.testing.assert_frame_equal(calibkit.fixed_width_bins(dq, dy), calibkit.fixed_width_bins(q, y), rtol=1e-12)
+    fw = ckd.fixed_width_stats(dq, dy, n_bins=10)
+    pd.testing.assert_frame_equal(calibkit.binning.bin_table(fw), calibkit.fixed_width_bins(q, y), rtol=1e-12)
     for norm in ('l1', 'l2', 'max'):
-        got, ref = calibkit.ece_interval(dq, dy, norm=norm, binning='fixed_width'), calibkit.ece_interval(q, y, norm=norm, binning='fixed_width')
+        got, ref = calibkit.ece_interval(fw, norm=norm), calibkit.ece_interval(q, y, norm=norm, binning='fixed_width')
         assert got == pytest.approx(ref, rel=1e-9)
     st = ckd.equal_mass_stats(dq, dy, n_bins=10)
     bound = equal_mass_error(st, n_bins=10).calib_mse
-    assert abs(calibkit.calib_mse(dq, dy, n_bins=10) - calibkit.calib_mse(q, y, n_bins=10)) <= bound + 1e-15   # + summation order
-    iv, ref = calibkit.calib_mse_interval(dq, dy, n_bins=10, debias=True), calibkit.calib_mse_interval(q, y, n_bins=10, debias=True)
+    assert abs(calibkit.calib_mse(st) - calibkit.calib_mse(q, y, n_bins=10)) <= bound + 1e-15   # + summation order
+    iv, ref = calibkit.calib_mse_interval(st, debias=True), calibkit.calib_mse_interval(q, y, n_bins=10, debias=True)
     assert iv.estimate == pytest.approx(ref.estimate, abs=bound + 1e-15) and iv.hi - iv.lo == pytest.approx(ref.hi - ref.lo, rel=0.2)
-    with pytest.raises(TypeError, match='dask'):
-        calibkit.brier(dq, dy)
+    b = calibkit.brier(ckd.equal_mass_stats(dq, dy, n_bins=10, moments=True))
+    assert b.brier == pytest.approx(calibkit.brier(q, y).brier, rel=1e-12)
+    for f in (calibkit.fixed_width_bins, calibkit.calib_mse, calibkit.brier):
+        with pytest.raises(TypeError, match='use calibkit.dask'):
+            f(dq, dy)

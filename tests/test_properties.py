@@ -40,8 +40,8 @@ def grid_pairs(draw):
 
 # --- independent references ---------------------------------------------------------------------
 
-def ref_equal_mass(conf, correct, *, bin_size=None, n_bins=None):
-    "The thesis' procedure, literally: stable argsort, then lists of ranks per bin. Rows (n, Σconf, Σcorrect, lo, hi)."
+def ref_equal_mass(conf, correct, *, bin_size=None, n_bins=None, thesis=False):
+    "The thesis' procedure, literally: stable argsort, then lists of ranks per bin (then, unless `thesis`, tie runs kept whole). Rows (n, Σconf, Σcorrect, lo, hi)."
     n = len(conf)
     order = np.argsort(conf, kind='stable')
     c, y = [float(conf[i]) for i in order], [int(correct[i]) for i in order]
@@ -51,6 +51,15 @@ def ref_equal_mass(conf, correct, *, bin_size=None, n_bins=None):
             short = bins.pop(); bins[-1] += short       # merge a short last bin into the previous one
     else:
         bins = [list(range(j * n // n_bins, (j + 1) * n // n_bins)) for j in range(n_bins)]
+    if not thesis:                                      # calibkit's rule: a cut inside a tie run moves to the run's nearer end
+        cuts = []
+        for b in bins[1:]:
+            k = b[0]; a = k; e = k
+            while a > 0 and c[a - 1] == c[k]: a -= 1
+            while e < n and c[e] == c[k]: e += 1
+            cuts.append(k if a == k else (e if k - a > e - k else a))
+        starts = sorted({0} | {k for k in cuts if 0 < k < n})
+        bins = [list(range(s0, s1)) for s0, s1 in zip(starts, starts[1:] + [n])]
     return [(len(b), math.fsum(c[k] for k in b), sum(y[k] for k in b), c[b[0]], c[b[-1]]) for b in bins]
 
 def ref_fixed_width(conf, correct, n_bins):
@@ -77,9 +86,12 @@ def test_equal_mass_bin_size_partitions_events(p, data):
     conf, correct = p
     n = len(conf); b = data.draw(st.integers(1, n), label='bin_size')
     t = equal_mass_bins(conf, correct, bin_size=b)
-    assert len(t) == max(1, n // b)
+    assert len(t) <= max(1, n // b)                                   # tie runs longer than a bin merge bins
     assert t.n.sum() == n and (t.n > 0).all()
-    assert (t.n.iloc[:-1] == b).all() and b <= t.n.iloc[-1] < 2 * b
+    assert (t.hi.to_numpy()[:-1] < t.lo.to_numpy()[1:]).all()         # no tie run is split
+    if len(np.unique(conf)) == n:                                      # no ties: the thesis' sizes exactly
+        assert len(t) == max(1, n // b)
+        assert (t.n.iloc[:-1] == b).all() and b <= t.n.iloc[-1] < 2 * b
 
 @props()
 @given(pairs(), st.data())
@@ -87,9 +99,10 @@ def test_equal_mass_n_bins_partitions_events(p, data):
     conf, correct = p
     n = len(conf); nb = data.draw(st.integers(1, n), label='n_bins')
     t = equal_mass_bins(conf, correct, n_bins=nb)
-    assert len(t) == nb and t.n.sum() == n and (t.n > 0).all()
-    assert t.n.max() - t.n.min() <= 1
-    assert (t.hi.to_numpy()[:-1] <= t.lo.to_numpy()[1:]).all()      # bins ordered by confidence
+    assert len(t) <= nb and t.n.sum() == n and (t.n > 0).all()
+    assert (t.hi.to_numpy()[:-1] < t.lo.to_numpy()[1:]).all()       # bins ordered by confidence, no tie run split
+    if len(np.unique(conf)) == n:                                    # no ties: the thesis' sizes exactly
+        assert len(t) == nb and t.n.max() - t.n.min() <= 1
 
 @props()
 @given(pairs(), st.integers(1, 30), st.integers(1, 3), st.integers(1, 3))
@@ -226,7 +239,8 @@ def test_gmce_of_a_group_is_smce_on_its_events_and_ignores_group_names(x, data):
     assert set(g.index) == {group[name] for name in pd.unique(ev.label)}
     for gid in g.index:
         sub = ev[ev.label.isin([name for name in names if group[name] == gid])]
-        assert g.n_events[gid] == len(sub) and g.n_bins[gid] == min(nb, len(sub))
+        assert g.n_events[gid] == len(sub) and g.n_bins[gid] == len(equal_mass_bins(sub, n_bins=min(nb, len(sub))))
+        assert g.n_bins[gid] <= min(nb, len(sub))                     # fewer when tie runs merge bins
         assert g.gmce[gid] == close(smce(sub, n_bins=min(nb, len(sub))))
     perm = data.draw(st.permutations(range(n_groups)), label='perm')
     renamed = _quiet_gmce(ev, {name: f'G{perm[gi]}' for name, gi in group.items()}, nb).set_index('group')
@@ -386,3 +400,93 @@ def test_bootstrap_equals_literal_resampling(n, spec, v, seed):
     o = np.argsort(conf, kind='stable')
     vals = [calib_mse(conf[o[np.sort(d)]], correct[o[np.sort(d)]], **kw) for d in draws]
     assert (i.lo, i.hi) == close(tuple(np.quantile(vals, [.1, .9])))
+
+
+# --- equal-mass results are functions of the multiset of events (ties kept together) --------------
+
+@st.composite
+def tied_events(draw):
+    "Up to 300 labelled events on 10 distinct confidences (long tie runs at most bin edges), and a permutation."
+    n = draw(st.integers(2, 300))
+    conf = np.array(draw(st.lists(st.integers(0, 9), min_size=n, max_size=n))) / 9
+    y = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n))).astype(np.uint8)
+    lab = np.array(draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)))
+    return pd.DataFrame({'label': lab, 'conf': conf, 'correct': y}), draw(st.permutations(range(n)))
+
+@props(80)
+@given(tied_events(), st.data())
+def test_equal_mass_metrics_are_permutation_invariant(x, data):
+    ev, perm = x
+    sh = ev.iloc[list(perm)].reset_index(drop=True)
+    n = len(ev)
+    kw = data.draw(st.sampled_from(['bin_size', 'n_bins']).flatmap(lambda k: st.integers(1, n).map(lambda v: {k: v})), label='bins')
+    pd.testing.assert_frame_equal(equal_mass_bins(ev.conf, ev.correct, **kw), equal_mass_bins(sh.conf, sh.correct, **kw))
+    assert calib_mse(ev.conf, ev.correct, **kw) == calib_mse(sh.conf, sh.correct, **kw)
+    assert ece(ev.conf, ev.correct, **kw) == ece(sh.conf, sh.correct, **kw)
+    assert smce(ev, **kw) == smce(sh, **kw)
+    nb = data.draw(st.integers(1, 6), label='gmce n_bins')
+    groups = {0: 'a', 1: 'a', 2: 'b', 3: 'b'}
+    pd.testing.assert_frame_equal(_quiet_gmce(ev, groups, nb), _quiet_gmce(sh, groups, nb))
+
+@props(80)
+@given(st.integers(1, 300), st.integers(0, 2**32 - 1), st.data())
+def test_equal_mass_is_the_thesis_procedure_without_ties(n, seed, data):
+    rng = np.random.default_rng(seed)
+    conf = rng.permutation(np.linspace(0, 1, n + 2)[1:-1])           # distinct values, any order
+    y = rng.random(n) < conf
+    kw = data.draw(st.sampled_from(['bin_size', 'n_bins']).flatmap(lambda k: st.integers(1, n).map(lambda v: {k: v})), label='bins')
+    ref = ref_equal_mass(conf, y, thesis=True, **kw)
+    t = equal_mass_bins(conf, y, **kw)
+    assert list(t.n) == [r[0] for r in ref] and list(t.acc) == [r[2] / r[0] for r in ref]
+    assert calib_mse(conf, y, **kw) == close(ref_norms(ref)[1])
+
+# --- Ding et al.'s adaptive ECE against a literal restatement of calibration_metric's loop --------
+
+def ref_ding_ece(conf, correct):
+    "calibration_metric's adaptive binning (ECEMetric(binning_strategy='adaptive'), weighted), restated event by event."
+    z = 1.645
+    pairs_ = sorted(zip(map(float, conf), map(int, correct)), key=lambda t: t[0], reverse=True)
+    n = len(pairs_)
+    num, cmin, cmax, ind, target = [0] * n, [1.0] * n, [0.0] * n, 0, math.inf
+    for i, (p, _) in enumerate(pairs_):
+        if num[ind] > target and n - i > 40 and cmin[ind] - pairs_[-1][0] > 0.05:
+            ind += 1; target = math.inf
+        num[ind] += 1; cmin[ind] = min(cmin[ind], p); cmax[ind] = max(cmax[ind], p)
+        d = cmax[ind] - cmin[ind]
+        target = math.inf if d == 0 else (np.float64(z) / np.float64(d)) ** 2 * 0.25
+    nb = ind + 1
+    final = num[:nb]
+    if target - num[ind] > 0 and nb > 1 and math.isfinite(target):
+        needed = target - num[ind]
+        e = min(int(needed * num[ind] / n), min(final[:-1]) - 1)     # calibkit's cap (the library has none)
+        final = [f - e for f in final[:-1]] + [final[-1] + e * (nb - 1)]
+    out, k = 0.0, 0
+    for f in final:
+        chunk = pairs_[k:k + f]; k += f
+        out += f / n * abs(sum(p for p, _ in chunk) / f - sum(y for _, y in chunk) / f)
+    return out, nb
+
+@props(60)
+@given(st.integers(1, 400), st.integers(0, 2**32 - 1), st.sampled_from([None, 2, 3]), st.floats(.3, 3))
+def test_adaptive_ece_equals_calibration_metric_restatement(n, seed, digits, power):
+    rng = np.random.default_rng(seed)
+    q = rng.beta(rng.uniform(.5, 5), rng.uniform(.5, 5), n)
+    if digits: q = np.round(q, digits)
+    y = rng.random(n) < q ** power
+    ref, nb = ref_ding_ece(q, y)
+    assert ece(q, y, binning='adaptive') == pytest.approx(ref, abs=1e-9)
+    assert len(equal_mass_bins_adaptive(q, y)) == nb
+
+def equal_mass_bins_adaptive(q, y):
+    from calibkit.binning import adaptive_stats, bin_table
+    return bin_table(adaptive_stats(q, y))
+
+@pytest.mark.parametrize('case, ref, nb', [((0, 5000, 2, 2, 1.5), 0.11486270269083211, 19),
+                                           ((1, 20000, 5, 1.2, 0.7), 0.05192071388585735, 23)])
+def test_adaptive_ece_reference_values(case, ref, nb):
+    "The numbers calibration_metric's ECEMetric(binning_strategy='adaptive') gives on these synthetic sets."
+    seed, n, a, b, p = case
+    rng = np.random.default_rng(seed); q = rng.beta(a, b, n); y = rng.random(n) < q ** p
+    assert ece(q, y, binning='adaptive') == pytest.approx(ref, abs=1e-9)
+    assert len(equal_mass_bins_adaptive(q, y)) == nb
+    assert ref_ding_ece(q, y) == (pytest.approx(ref, abs=1e-9), nb)
