@@ -79,7 +79,7 @@ def check_float(name: str, value, lo: float | None = None, hi: float | None = No
     if lo is None and hi is None: want = 'a finite number'
     elif hi is None: want = f"a finite number {'>' if lo_open else '>='} {lo}"
     elif lo is None: want = f"a finite number {'<' if hi_open else '<='} {hi}"
-    else: want = f"a number in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
+    else: want = f"a finite number in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f'{name} must be {want}, got {type(value).__name__} {value!r}')
     v = float(value)
