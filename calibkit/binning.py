@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 import numpy as np, pandas as pd
 from .config import default
-from .events import as_pairs, check_choice, check_int
+from .events import as_pairs, check_choice, check_float, check_int
 
 # %% auto #0
 __all__ = ['MAX_FIXED_BINS', 'DING_Z', 'BINNINGS', 'sort_pairs', 'keep_ties', 'bin_starts', 'bin_spec', 'aggregate_gaps',
@@ -161,7 +161,7 @@ def fixed_width_stats(conf, correct=None, *, n_bins=None, moments=False) -> BinS
 def z_value(level: float | None = None) -> float:
     "Two-sided standard normal quantile for `level` (default: the study default, 0.95 → 1.96)."
     level = default('ci_level', level)
-    if not 0 < level < 1: raise ValueError(f'level must be in (0, 1), got {level}')
+    level = check_float('level', level, 0, 1, lo_open=True, hi_open=True)
     return NormalDist().inv_cdf(0.5 + level / 2)
 
 def bin_table(stats: BinStats, level: float | None = None) -> pd.DataFrame:
