@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 import numpy as np, pandas as pd
 from .config import default
-from .events import as_pairs, check_choice, check_int
+from .events import as_pairs, check_choice, check_float, check_int
 
 # %% auto #0
 __all__ = ['MAX_FIXED_BINS', 'DING_Z', 'BINNINGS', 'sort_pairs', 'keep_ties', 'bin_starts', 'bin_spec', 'aggregate_gaps',
@@ -161,7 +161,7 @@ def fixed_width_stats(conf, correct=None, *, n_bins=None, moments=False) -> BinS
 def z_value(level: float | None = None) -> float:
     "Two-sided standard normal quantile for `level` (default: the study default, 0.95 → 1.96)."
     level = default('ci_level', level)
-    if not 0 < level < 1: raise ValueError(f'level must be in (0, 1), got {level}')
+    level = check_float('level', level, 0, 1, lo_open=True, hi_open=True)
     return NormalDist().inv_cdf(0.5 + level / 2)
 
 def bin_table(stats: BinStats, level: float | None = None) -> pd.DataFrame:
@@ -216,11 +216,22 @@ def adaptive_stats(conf, correct=None, *, moments=False) -> BinStats:
     "`BinStats` of Ding et al.'s (2020) adaptive bins, as `calibration_metric`'s adaptive strategy builds them; bins in ascending order."
     c, y = as_pairs(conf, correct)
     c = c.astype(np.float64)
-    o = np.argsort(-c, kind='stable')                  # descending, ties in input order (the library's stable sort)
-    cd, yd = c[o], y[o]
+    cs, ys = sort_pairs(c, y)                          # one packed-key sort; read backwards = descending
+    cd, yd = cs[::-1], ys[::-1]
     starts = np.r_[0, np.cumsum(ding_sizes(cd))[:-1]]
     st = stats_from_sorted(cd, yd, starts, moments)
+    # the library's stable sort orders a tie run by input order; here its ones come first. Only the runs
+    # a cut splits matter: move the outcomes (and Σq·y) across each such cut to match the input order.
+    cut = starts[1:]
+    for i in np.flatnonzero(cd[cut - 1] == cd[cut]):   # a loop over split runs (at most one per bin)
+        v = cd[cut[i]]
+        lo, hi = np.searchsorted(cs, v, 'left'), np.searchsorted(cs, v, 'right')
+        m = cut[i] - (len(cs) - hi)                     # events of the run above the cut
+        d = float(np.count_nonzero(y[c == v][:m]) - min(m, int(np.count_nonzero(ys[lo:hi]))))
+        st.sum_correct[i] += d; st.sum_correct[i + 1] -= d
+        if moments: st.sum_conf_correct[i] += d * v; st.sum_conf_correct[i + 1] -= d * v
     return BinStats(**{k: None if v is None else v[::-1].copy() for k, v in vars(st).items()} | dict(lo=st.hi[::-1].copy(), hi=st.lo[::-1].copy()))
+
 
 # %% ../nbs/02_binning.ipynb #788d4e16
 BINNINGS = ('equal_mass', 'fixed_width', 'adaptive')
