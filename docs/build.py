@@ -21,6 +21,7 @@ PKG = ROOT/'calibkit'
 STAGE = ROOT/'build'/'docs-src'
 DOCTREES = ROOT/'build'/'docs-doctrees'
 EXECUTED = ROOT/'build'/'docs-exec'
+MANIFEST = ROOT/'build'/'docs-manifest.json'   # what the last build documented (tests/test_docs.py reads it)
 TUTORIAL_FROM = 90              # notebooks numbered 90 and up are tutorials, the others document modules
 MAX_EXAMPLE_CELLS = 2           # an API entry's example: at most this many code cells after the definition
 
@@ -109,23 +110,21 @@ def modules() -> dict:
     return out
 
 
-def importable(mod: str) -> str | None:
-    "None when `mod` imports here, else why not (autodoc needs the import)."
-    r = subprocess.run([sys.executable, '-c', f'import {mod}'], capture_output=True, text=True,
-                       env={**os.environ, 'CALIBKIT_QUIET': '1'})
-    return None if r.returncode == 0 else (r.stderr.strip().splitlines() or ['?'])[-1]
-
-
-def object_kinds(mods: list[str]) -> dict:
-    "(module, name) -> 'class' | 'function' | 'data', asked of the imported modules in one subprocess."
-    code = ('import importlib, inspect, json, sys\nout = {}\n'
-            'for m in sys.argv[1:]:\n mod = importlib.import_module(m)\n'
+def inspect_modules(mods: list[str]) -> tuple[dict, dict]:
+    """Import every module once, in one subprocess (autodoc will need the imports): returns
+    ({(module, name): 'class' | 'function' | 'data'}, {module: {constant: short repr}}, {module that fails to import: why})."""
+    code = ('import importlib, inspect, json, reprlib, sys\nkinds, values, failed = {}, {}, {}\n'
+            'r = reprlib.Repr(); r.maxstring = r.maxother = 80; r.maxdict = r.maxlist = r.maxtuple = 6\n'
+            'for m in sys.argv[1:]:\n try: mod = importlib.import_module(m)\n'
+            ' except Exception as e: failed[m] = f"{type(e).__name__}: {e}".splitlines()[0]; continue\n'
             ' for n in mod.__all__:\n  o = getattr(mod, n)\n'
-            "  out[m + ':' + n] = 'class' if inspect.isclass(o) else 'function' if callable(o) else 'data'\n"
-            'print(json.dumps(out))')
+            "  kinds[m + ':' + n] = k = 'class' if inspect.isclass(o) else 'function' if callable(o) else 'data'\n"
+            "  if k == 'data': values.setdefault(m, {})[n] = ' '.join(r.repr(o).split())\n"
+            'print(json.dumps([kinds, values, failed]))')
     r = subprocess.run([sys.executable, '-c', code, *mods], capture_output=True, text=True, check=True,
                        env={**os.environ, 'CALIBKIT_QUIET': '1'})
-    return {tuple(k.split(':')): v for k, v in json.loads(r.stdout.strip().splitlines()[-1]).items()}
+    kinds, values, failed = json.loads(r.stdout.strip().splitlines()[-1])
+    return {tuple(k.split(':')): v for k, v in kinds.items()}, values, failed
 
 
 # ---- staging -----------------------------------------------------------------------------------------
@@ -195,17 +194,21 @@ def notebook_pages(nb_path: Path, mods: dict, available: dict) -> tuple[dict, di
     return nb, examples
 
 
-def api_page(module: str, nb_name: str, names: list[str], kinds: dict, examples: dict, docstring: str) -> dict:
+def api_page(module: str, nb_name: str, names: list[str], kinds: dict, values: dict, examples: dict, docstring: str) -> dict:
     "The API reference of one module, as a notebook so the examples keep their outputs."
     stem = Path(nb_name).stem
     cells = [md(f'# `{module}`\n\n{docstring}\n\nDocumented in the notebook {{doc}}`../{stem}`.\n\n' +
                 '\n'.join(f'- {{py:obj}}`{n} <{module}.{n}>`' for n in names), 'head')]
     for k, n in enumerate(names):
         q = f'{module}.{n}'
-        directive = {'class': 'autoclass', 'function': 'autofunction'}.get(kinds.get((module, n)), 'autodata')
-        opts = ':members:\n' if directive == 'autoclass' else ''
+        what = kinds.get((module, n), 'data')
+        if what == 'data':      # a constant: its value (autodoc would show the docstring of its type)
+            entry = f'.. py:data:: {q}\n   :value: {values[n]}\n'
+        else:
+            entry = f'.. auto{what}:: {q}\n' + ('   :members:\n' if what == 'class' else '')
         section, follow = examples.get(q, ('', []))
-        text = f'```{{{directive}}} {q}\n{opts}```\n\n'
+        # autodoc through reStructuredText: its MyST fence form renders nothing under Sphinx 9
+        text = f'```{{eval-rst}}\n{entry}```\n\n'
         if follow:
             where = f'{stem} › {section}' if section else stem
             text += f'**Example** (from {{ref}}`{where} <{label(q)}>`):'
@@ -256,12 +259,8 @@ def module_docstring(module: str) -> str:
 def stage(src: Path) -> dict:
     "Write every source page into STAGE; returns counts."
     mods = modules()
-    available, skipped = {}, {}
-    for m in mods:
-        why = importable(m)
-        if why is None: available[m] = True
-        else: skipped[m] = why
-    kinds = object_kinds(list(available))
+    kinds, values, skipped = inspect_modules(list(mods))
+    available = {m: True for m in mods if m not in skipped}
     st = Stage(STAGE)
     nbs = sorted(src.glob('*.ipynb'))
     if not any(p.stem == 'index' for p in nbs): sys.exit(f'no index.ipynb in {src}')
@@ -284,7 +283,7 @@ def stage(src: Path) -> dict:
     api_entries = []
     for m in sorted(available):
         nb_name, names = mods[m]
-        st.write_nb(f'api/{m}.ipynb', api_page(m, nb_name, names, kinds, examples, module_docstring(m)))
+        st.write_nb(f'api/{m}.ipynb', api_page(m, nb_name, names, kinds, values.get(m, {}), examples, module_docstring(m)))
         api_entries.append((m, f'{m}', module_docstring(m).split('\n')[0]))
     intro = ('Every public name of every module (its `__all__`): signature, docstring, and the example that '
              'follows its definition in the notebook.')
@@ -339,6 +338,7 @@ def main(argv=None):
                      str(STAGE), str(out)])
     if rc: sys.exit(f'sphinx failed (exit {rc})')
     pages = len(list(out.rglob('*.html')))
+    MANIFEST.write_text(json.dumps(dict(counts, pages=pages), indent=1) + '\n')
     n_warn = len([l for l in warnings.read_text().splitlines() if 'WARNING' in l or 'ERROR' in l])
     print(f'built {out}/index.html: {pages} pages from {counts["notebooks"]} notebooks, API of {counts["names"]} names '
           f'in {counts["modules"]} modules' + (f' (not importable: {", ".join(counts["skipped"])})' if counts['skipped'] else '') +

@@ -3,6 +3,8 @@
 The sources Sphinx reads are staged by build.py into build/docs-src/: the notebooks (with their committed
 outputs: nothing is executed here), the section pages and the generated API reference.
 """
+import re
+
 project = 'calibkit'
 author = 'calibkit developers'
 copyright = 'calibkit developers'
@@ -64,5 +66,26 @@ def _offline_mathjax(app, config):
     config.mathjax_path = 'mathjax/tex-svg.js'
 
 
+_CODE = re.compile(r'(``?)(.+?)\1')
+
+
+def _markdown_docstring(app, what, name, obj, options, lines):
+    """calibkit's docstrings are written in Markdown (nbdev shows them in the notebooks): make `code` literal
+    and escape what reStructuredText would read as markup (`|B_i|` substitutions, `n_groups_` links, `*`)."""
+    def esc(text):
+        text = text.replace('\\', '\\\\').replace('*', r'\*').replace('|', r'\|')
+        return re.sub(r'(?<=\w)_(?!\w)', r'\_', text)
+
+    def line(text):
+        out, pos = [], 0
+        for m in _CODE.finditer(text):
+            out += [esc(text[pos:m.start()]), f'``{m.group(2)}``' if m.group(2).strip() else m.group(0)]
+            pos = m.end()
+        return ''.join(out + [esc(text[pos:])])
+
+    lines[:] = [line(l) for l in lines]
+
+
 def setup(app):
+    app.connect('autodoc-process-docstring', _markdown_docstring)
     app.connect('config-inited', _offline_mathjax, priority=900)
