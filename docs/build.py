@@ -189,7 +189,7 @@ def notebook_pages(nb_path: Path, mods: dict, available: dict) -> tuple[dict, di
                 for n in names: examples[f'{module}.{n}'] = (section_of(cells, i), follow)
         out.append(render_cell(c))
         if i == 0 and public and c['cell_type'] == 'markdown':
-            out.append(md(f'API reference of `{module}`: {{doc}}`api/{module}`', 'ckapimod'))
+            out.append(md(f'API reference: {{doc}}`{module} <api/{module}>`', 'ckapimod'))
     nb['cells'] = out
     return nb, examples
 
@@ -301,8 +301,10 @@ def execute(dest: Path, timeout: int = 1200) -> Path:
     "Execute every notebook of nbs/ (cwd nbs/) into `dest`; a notebook whose source is unchanged is not re-run."
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
     dest.mkdir(parents=True, exist_ok=True)
     os.environ['CALIBKIT_QUIET'] = '1'
+    os.environ['IN_TEST'] = '1'     # as under nbdev-test: installed third-party plugins are not auto-loaded
     code = hashlib.sha256(b''.join(p.read_bytes() for p in sorted(PKG.rglob('*.py')))).hexdigest()
     for p in sorted(NBS.glob('*.ipynb')):
         key = hashlib.sha256(p.read_bytes() + code.encode()).hexdigest()
@@ -310,7 +312,9 @@ def execute(dest: Path, timeout: int = 1200) -> Path:
         if (dest/p.name).exists() and stamp.exists() and stamp.read_text() == key: continue
         t = time.time()
         nb = nbformat.read(p, as_version=4)
-        NotebookClient(nb, timeout=timeout, kernel_name='python3', resources={'metadata': {'path': str(NBS)}}).execute()
+        try: NotebookClient(nb, timeout=timeout, kernel_name='python3', resources={'metadata': {'path': str(NBS)}}).execute()
+        except CellExecutionError as e:
+            sys.exit(f'{p.name} fails to execute: ' + (str(e).strip().splitlines() or ['?'])[-1])
         nbformat.write(nb, dest/p.name)
         stamp.write_text(key)
         print(f'executed {p.name} in {time.time() - t:.0f}s', flush=True)

@@ -46,6 +46,10 @@ html_css_files = ['calibkit.css']
 html_last_updated_fmt = None
 html_show_sourcelink = False
 html_copy_source = False
+# search results without summaries: those are fetched from each page, which a browser refuses under file://
+html_show_search_summary = False
+# an explicit colour mode: without one the theme logs 'invalid theme mode' as a console error on a first visit
+html_context = {'default_mode': 'light'}
 html_theme_options = {
     'navigation_with_keys': False,
     'show_toc_level': 2,
@@ -66,12 +70,12 @@ def _offline_mathjax(app, config):
     config.mathjax_path = 'mathjax/tex-svg.js'
 
 
-_CODE = re.compile(r'(``?)(.+?)\1')
+_CODE = re.compile(r'(``?|\$)(.+?)\1')
 
 
 def _markdown_docstring(app, what, name, obj, options, lines):
     """calibkit's docstrings are written in Markdown (nbdev shows them in the notebooks): make `code` literal
-    and escape what reStructuredText would read as markup (`|B_i|` substitutions, `n_groups_` links, `*`)."""
+    `$maths$` typeset, and escape what reStructuredText would read as markup (`|B_i|` substitutions, `n_groups_` links, `*`)."""
     def esc(text):
         text = text.replace('\\', '\\\\').replace('*', r'\*').replace('|', r'\|')
         return re.sub(r'(?<=\w)_(?!\w)', r'\_', text)
@@ -79,7 +83,9 @@ def _markdown_docstring(app, what, name, obj, options, lines):
     def line(text):
         out, pos = [], 0
         for m in _CODE.finditer(text):
-            out += [esc(text[pos:m.start()]), f'``{m.group(2)}``' if m.group(2).strip() else m.group(0)]
+            body = m.group(2)
+            piece = m.group(0) if not body.strip() else f':math:`{body}`' if m.group(1) == '$' else f'``{body}``'
+            out += [esc(text[pos:m.start()]), piece]
             pos = m.end()
         return ''.join(out + [esc(text[pos:])])
 
