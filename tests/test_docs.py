@@ -87,7 +87,7 @@ def test_api_entries_link_to_notebooks_and_back(site):
     ece = (site/'api'/'calibkit.metrics.html').read_text()
     example = ece[ece.index('id="calibkit.metrics.ece"'):]
     example = example[:example.index('id="calibkit.metrics.', 30)]
-    assert 'cell_output' in example, 'the ece entry shows no example output'
+    assert 'cell_output' in example, 'the ece entry shows no example output (the site shows the outputs committed in nbs/)'
 
 
 def test_no_asset_from_another_host(site):
@@ -170,7 +170,7 @@ def test_chart_is_visible(site, chrome):
             e.tagName.toLowerCase() === 'svg' || (e.complete && e.naturalWidth > 0 && /\\.svg$/.test(e.src)));
         const s = els.map(e => e.getBoundingClientRect()).filter(r => r.width > 50 && r.height > 50);
         return s.length ? s.map(r => [r.width, r.height]) : null; })()""")
-    assert sizes, 'no chart with a nonzero size in a notebook output of 40_charts'
+    assert sizes, 'no chart with a nonzero size in a notebook output of 40_charts (the site shows the outputs committed in nbs/)'
     assert errors == []
 
 
