@@ -338,8 +338,11 @@ def main(argv=None):
     warnings = ROOT/'build'/'docs-warnings.txt'
     from sphinx.cmd.build import build_main
     os.environ['CALIBKIT_QUIET'] = '1'
+    scratch = out.parent/'jupyter_execute'           # myst-nb's copies of the notebooks, next to the site
+    had_scratch = scratch.exists()
     rc = build_main(['-b', 'html', '-q', '-c', str(DOCS), '-d', str(DOCTREES), '-w', str(warnings),
                      str(STAGE), str(out)])
+    if not had_scratch: shutil.rmtree(scratch, ignore_errors=True)
     if rc: sys.exit(f'sphinx failed (exit {rc})')
     pages = len(list(out.rglob('*.html')))
     MANIFEST.write_text(json.dumps(dict(counts, pages=pages), indent=1) + '\n')
