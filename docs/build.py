@@ -11,7 +11,7 @@ myst-nb + pydata-sphinx-theme with the configuration in docs/conf.py; MathJax is
     python docs/build.py --execute        # execute copies of the notebooks first (build/docs-exec/)
     python docs/build.py --src DIR        # notebooks from DIR (e.g. executed copies) instead of nbs/
 """
-import argparse, ast, copy, hashlib, json, os, re, shutil, subprocess, sys, time
+import argparse, ast, base64, copy, hashlib, json, os, re, shutil, subprocess, sys, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +28,8 @@ MAX_EXAMPLE_CELLS = 2           # an API entry's example: at most this many code
 DIRECTIVE = re.compile(r'^\s*#\|\s*([\w-]+)\s*:?\s*(.*?)\s*$')
 EDIT_HEADER = re.compile(r'File to edit: \.\./nbs/(\S+\.ipynb)')
 HEADING = re.compile(r'^(#{1,6})\s+(.+?)\s*$', re.M)
+sys.path.insert(0, str(DOCS))
+import conf as docs_conf  # noqa: E402  (docstrings are Markdown: the site's own converter to reST)
 
 
 # ---- notebooks ---------------------------------------------------------------------------------------
@@ -194,33 +196,59 @@ def notebook_pages(nb_path: Path, mods: dict, available: dict) -> tuple[dict, di
     return nb, examples
 
 
-def api_page(module: str, nb_name: str, names: list[str], kinds: dict, values: dict, examples: dict, docstring: str) -> dict:
-    "The API reference of one module, as a notebook so the examples keep their outputs."
-    stem = Path(nb_name).stem
-    cells = [md(f'# `{module}`\n\n{docstring}\n\nDocumented in the notebook {{doc}}`../{stem}`.\n\n' +
-                '\n'.join(f'- {{py:obj}}`{n} <{module}.{n}>`' for n in names), 'head')]
-    for k, n in enumerate(names):
+def indent(text: str, n: int = 3) -> str:
+    return '\n'.join(' ' * n + l if l.strip() else '' for l in text.splitlines())
+
+
+def output_rst(out: dict, files: dict) -> str:
+    "One stored cell output as reStructuredText (SVG/PNG images become files next to the page)."
+    if out['output_type'] == 'stream':
+        return '.. code-block:: none\n\n' + indent(out['text'] if isinstance(out['text'], str) else ''.join(out['text']))
+    data = out.get('data', {})
+    text = lambda k: data[k] if isinstance(data[k], str) else ''.join(data[k])
+    if 'image/svg+xml' in data or 'image/png' in data:
+        ext, body = ('svg', text('image/svg+xml').encode()) if 'image/svg+xml' in data else \
+            ('png', base64.b64decode(text('image/png')))
+        name = f'_ex/{hashlib.sha256(body).hexdigest()[:16]}.{ext}'
+        files[name] = body
+        return f'.. image:: {name}\n   :alt: chart'
+    if 'text/html' in data: return '.. raw:: html\n\n' + indent(text('text/html'))
+    if 'text/plain' in data: return '.. code-block:: none\n\n' + indent(text('text/plain'))
+    return ''
+
+
+def ref_text(text: str) -> str:
+    "Plain text fit for the title of a reST cross-reference."
+    return re.sub(r'[`*<>]', '', text).strip()
+
+
+def api_page(module: str, nb_name: str, names: list[str], kinds: dict, values: dict, examples: dict,
+             docstring: str) -> tuple[str, dict]:
+    """The API reference of one module as reStructuredText (autodoc, and the examples with their stored
+    outputs), and the image files its examples show."""
+    stem, files = Path(nb_name).stem, {}
+    head = f'``{module}``'
+    parts = [head, '=' * len(head), '', docs_conf.markdown_to_rst(docstring), '',
+             f'Documented in the notebook :doc:`../{stem}`.', '']
+    parts += [f'- :py:obj:`{n} <{module}.{n}>`' for n in names] + ['']
+    for n in names:
         q = f'{module}.{n}'
         what = kinds.get((module, n), 'data')
         if what == 'data':      # a constant: its value (autodoc would show the docstring of its type)
-            entry = f'.. py:data:: {q}\n   :value: {values[n]}\n'
+            parts += [f'.. py:data:: {q}', f'   :value: {values[n]}', '']
         else:
-            entry = f'.. auto{what}:: {q}\n' + ('   :members:\n' if what == 'class' else '')
+            parts += [f'.. auto{what}:: {q}'] + (['   :members:'] if what == 'class' else []) + ['']
         section, follow = examples.get(q, ('', []))
-        # autodoc through reStructuredText: its MyST fence form renders nothing under Sphinx 9
-        text = f'```{{eval-rst}}\n{entry}```\n\n'
         if follow:
-            where = f'{stem} › {section}' if section else stem
-            text += f'**Example** (from {{ref}}`{where} <{label(q)}>`):'
+            where = ref_text(f'{stem} › {section}' if section else stem)
+            parts += [f'**Example** (from :ref:`{where} <{label(q)}>`):', '']
+            for c in follow:
+                parts += ['.. container:: ck-example-input', '', indent('.. code-block:: python\n\n' + indent(src_text(c))), '']
+                outs = [o for o in (output_rst(o, files) for o in c.get('outputs', [])) if o]
+                if outs: parts += ['.. container:: ck-example-output', '', *[indent(o) + '\n' for o in outs]]
         elif q in examples:
-            text += f'Defined in {{ref}}`{stem} <{label(q)}>`; the notebook gives no example right after it.'
-        cells.append(md(text, f'n{k}'))
-        for j, c in enumerate(follow):
-            c = copy.deepcopy(c)
-            c['id'] = f'n{k}x{j}'
-            cells.append(c)
-    return dict(cells=cells, metadata=dict(kernelspec=dict(display_name='Python 3', language='python', name='python3'),
-                                           language_info=dict(name='python')), nbformat=4, nbformat_minor=5)
+            parts += [f'Defined in :ref:`{stem} <{label(q)}>`; the notebook gives no example right after it.', '']
+    return '\n'.join(parts) + '\n', files
 
 
 def section_page(title: str, intro: str, entries: list[tuple[str, str, str]]) -> str:
@@ -241,6 +269,13 @@ class Stage:
         if p.exists() and p.read_text(encoding='utf-8') == text: return
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding='utf-8')
+
+    def write_bytes(self, rel: str, body: bytes):
+        p = self.root/rel
+        self.written.add(p)
+        if p.exists() and p.read_bytes() == body: return
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(body)
 
     def write_nb(self, rel: str, nb: dict):
         self.write(rel, json.dumps(nb, indent=1, ensure_ascii=False) + '\n')
@@ -283,7 +318,9 @@ def stage(src: Path) -> dict:
     api_entries = []
     for m in sorted(available):
         nb_name, names = mods[m]
-        st.write_nb(f'api/{m}.ipynb', api_page(m, nb_name, names, kinds, values.get(m, {}), examples, module_docstring(m)))
+        page, files = api_page(m, nb_name, names, kinds, values.get(m, {}), examples, module_docstring(m))
+        st.write(f'api/{m}.rst', page)
+        for name, body in files.items(): st.write_bytes(f'api/{name}', body)
         api_entries.append((m, f'{m}', module_docstring(m).split('\n')[0]))
     intro = ('Every public name of every module (its `__all__`): signature, docstring, and the example that '
              'follows its definition in the notebook.')

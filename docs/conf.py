@@ -73,9 +73,10 @@ def _offline_mathjax(app, config):
 _CODE = re.compile(r'(``?|\$)(.+?)\1')
 
 
-def _markdown_docstring(app, what, name, obj, options, lines):
-    """calibkit's docstrings are written in Markdown (nbdev shows them in the notebooks): make `code` literal
-    `$maths$` typeset, and escape what reStructuredText would read as markup (`|B_i|` substitutions, `n_groups_` links, `*`)."""
+def markdown_to_rst(text: str) -> str:
+    """calibkit's docstrings are written in Markdown (nbdev shows them in the notebooks): make `code` literal,
+    `$maths$` typeset, and escape what reStructuredText would read as markup (`|B_i|` substitutions,
+    `n_groups_` links, `*`)."""
     def esc(text):
         text = text.replace('\\', '\\\\').replace('*', r'\*').replace('|', r'\|')
         return re.sub(r'(?<=\w)_(?!\w)', r'\_', text)
@@ -89,7 +90,11 @@ def _markdown_docstring(app, what, name, obj, options, lines):
             pos = m.end()
         return ''.join(out + [esc(text[pos:])])
 
-    lines[:] = [line(l) for l in lines]
+    return '\n'.join(line(l) for l in text.split('\n'))
+
+
+def _markdown_docstring(app, what, name, obj, options, lines):
+    lines[:] = markdown_to_rst('\n'.join(lines)).split('\n')
 
 
 def setup(app):

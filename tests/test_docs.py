@@ -27,10 +27,9 @@ def inputs():
 
 @pytest.fixture(scope='session')
 def site():
-    index = SITE/'index.html'
-    if not index.exists() or not WARNINGS.exists() or \
-            not docs_build.MANIFEST.exists() or \
-            index.stat().st_mtime < max(p.stat().st_mtime for p in inputs()):
+    manifest = docs_build.MANIFEST      # written by every build (Sphinx leaves unchanged pages alone)
+    if not (SITE/'index.html').exists() or not WARNINGS.exists() or not manifest.exists() or \
+            manifest.stat().st_mtime < max(p.stat().st_mtime for p in inputs()):
         subprocess.run([sys.executable, str(ROOT/'docs'/'build.py'), '--out', str(SITE)], check=True,
                        env={**os.environ, 'CALIBKIT_QUIET': '1'})
     return SITE
@@ -87,7 +86,7 @@ def test_api_entries_link_to_notebooks_and_back(site):
     ece = (site/'api'/'calibkit.metrics.html').read_text()
     example = ece[ece.index('id="calibkit.metrics.ece"'):]
     example = example[:example.index('id="calibkit.metrics.', 30)]
-    assert 'cell_output' in example, 'the ece entry shows no example output (the site shows the outputs committed in nbs/)'
+    assert 'ck-example-output' in example, 'the ece entry shows no example output (the site shows the outputs committed in nbs/)'
 
 
 def test_no_asset_from_another_host(site):
@@ -183,7 +182,9 @@ def test_equation_is_typeset(site, chrome):
 
 def test_search_finds_offline(site, chrome):
     hits, errors, requests = visit(chrome, (site/'search.html').as_uri() + '?q=calibration',
-                                   "[...document.querySelectorAll('#search-results li a')].map(a => a.href)")
+                                   "(() => { const done = document.querySelector('#search-results .search-summary');"
+                                   "  return done && /\\d/.test(done.textContent) &&"
+                                   "    [...document.querySelectorAll('#search-results li a')].map(a => a.href); })()")
     assert hits and len(hits) >= 5, f'search for "calibration" found {hits}'
     assert any(h.startswith('file://') and 'metrics' in h for h in hits)
     assert errors == [] and offsite(requests) == []
