@@ -26,7 +26,7 @@ TUTORIAL_FROM = 90              # notebooks numbered 90 and up are tutorials, th
 MAX_EXAMPLE_CELLS = 2           # an API entry's example: at most this many code cells after the definition
 
 DIRECTIVE = re.compile(r'^\s*#\|\s*([\w-]+)\s*:?\s*(.*?)\s*$')
-EDIT_HEADER = re.compile(r'File to edit: \.\./nbs/(\S+\.ipynb)')
+EDIT_HEADER = re.compile(r'File to edit: (?:\.\./)+nbs/(\S+\.ipynb)')
 HEADING = re.compile(r'^(#{1,6})\s+(.+?)\s*$', re.M)
 sys.path.insert(0, str(DOCS))
 import conf as docs_conf  # noqa: E402  (docstrings are Markdown: the site's own converter to reST)
