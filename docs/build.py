@@ -1,0 +1,393 @@
+#!/usr/bin/env python
+"""Build calibkit's documentation site from the notebooks, offline: `python docs/build.py [--out _docs]`.
+
+One page per notebook with its committed outputs (nothing is executed unless `--execute`), a generated
+API reference for every name in every module's `__all__` (signature and docstring by autodoc, and as
+example the notebook cells that follow the definition, with their outputs), section pages and a home page
+from `nbs/index.ipynb`. Sources are staged in build/docs-src/ (git-ignored) and rendered by Sphinx +
+myst-nb + pydata-sphinx-theme with the configuration in docs/conf.py; MathJax is served from the site.
+
+    python docs/build.py                  # nbs/ as committed -> _docs/
+    python docs/build.py --execute        # execute copies of the notebooks first (build/docs-exec/)
+    python docs/build.py --src DIR        # notebooks from DIR (e.g. executed copies) instead of nbs/
+"""
+import argparse, ast, base64, copy, hashlib, json, os, re, shutil, subprocess, sys, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT/'docs'
+NBS = ROOT/'nbs'
+PKG = ROOT/'calibkit'
+STAGE = ROOT/'build'/'docs-src'
+DOCTREES = ROOT/'build'/'docs-doctrees'
+EXECUTED = ROOT/'build'/'docs-exec'
+MANIFEST = ROOT/'build'/'docs-manifest.json'   # what the last build documented (tests/test_docs.py reads it)
+TUTORIAL_FROM = 90              # notebooks numbered 90 and up are tutorials, the others document modules
+MAX_EXAMPLE_CELLS = 2           # an API entry's example: at most this many code cells after the definition
+
+DIRECTIVE = re.compile(r'^\s*#\|\s*([\w-]+)\s*:?\s*(.*?)\s*$')
+EDIT_HEADER = re.compile(r'File to edit: (?:\.\./)+nbs/(\S+\.ipynb)')
+HEADING = re.compile(r'^(#{1,6})\s+(.+?)\s*$', re.M)
+sys.path.insert(0, str(DOCS))
+import conf as docs_conf  # noqa: E402  (docstrings are Markdown: the site's own converter to reST)
+
+
+# ---- notebooks ---------------------------------------------------------------------------------------
+def src_text(cell) -> str:
+    s = cell.get('source', '')
+    return ''.join(s) if isinstance(s, list) else s
+
+
+def directives(cell) -> dict:
+    "nbdev's `#| name value` lines at the top of a code cell."
+    out = {}
+    for line in src_text(cell).splitlines():
+        m = DIRECTIVE.match(line)
+        if not m:
+            if line.strip(): break
+            continue
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+def strip_directives(source: str) -> str:
+    lines = source.splitlines()
+    while lines and (DIRECTIVE.match(lines[0]) or not lines[0].strip()): lines.pop(0)
+    return '\n'.join(lines)
+
+
+def is_export(cell) -> bool:
+    return cell['cell_type'] == 'code' and bool({'export', 'exports', 'exporti'} & directives(cell).keys())
+
+
+def is_hidden(cell) -> bool:
+    d = directives(cell)
+    return 'hide' in d or 'default_exp' in d and not strip_directives(src_text(cell)).strip()
+
+
+def kind(nb_path: Path) -> str:
+    m = re.match(r'(\d+)_', nb_path.name)
+    if nb_path.stem == 'index': return 'home'
+    return 'tutorial' if m and int(m.group(1)) >= TUTORIAL_FROM else 'module'
+
+
+def title_of(nb) -> tuple[str, str]:
+    "The notebook's `# title` and its `> description` line."
+    for c in nb['cells']:
+        if c['cell_type'] != 'markdown': continue
+        t = re.search(r'^#\s+(.+)$', src_text(c), re.M)
+        d = re.search(r'^>\s*(.+)$', src_text(c), re.M)
+        if t: return t.group(1).strip(), d.group(1).strip() if d else ''
+    return '', ''
+
+
+def defined_names(source: str) -> list[str]:
+    "Top-level names a code cell defines (functions, classes, assignments)."
+    try: tree = ast.parse(strip_directives(source))
+    except SyntaxError: return []
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names.append(node.name)
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                names += [e.id for e in ast.walk(t) if isinstance(e, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name): names.append(node.target.id)
+    return names
+
+
+# ---- modules -------------------------------------------------------------------------------------------
+def modules() -> dict:
+    "Every generated module: dotted name -> (its notebook's file name, its `__all__`), read without importing."
+    out = {}
+    for py in sorted(PKG.rglob('*.py')):
+        text = py.read_text(encoding='utf-8')
+        m = EDIT_HEADER.search(text[:2000])
+        if not m or py.name.startswith('_'): continue
+        names = []
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == '__all__' for t in node.targets):
+                names = ast.literal_eval(node.value)
+        if names:
+            out['.'.join(py.relative_to(ROOT).with_suffix('').parts)] = (m.group(1), names)
+    return out
+
+
+def inspect_modules(mods: list[str]) -> tuple[dict, dict]:
+    """Import every module once, in one subprocess (autodoc will need the imports): returns
+    ({(module, name): 'class' | 'function' | 'data'}, {module: {constant: short repr}}, {module that fails to import: why})."""
+    code = ('import importlib, inspect, json, reprlib, sys\nkinds, values, failed = {}, {}, {}\n'
+            'r = reprlib.Repr(); r.maxstring = r.maxother = 80; r.maxdict = r.maxlist = r.maxtuple = 6\n'
+            'for m in sys.argv[1:]:\n try: mod = importlib.import_module(m)\n'
+            ' except Exception as e: failed[m] = f"{type(e).__name__}: {e}".splitlines()[0]; continue\n'
+            ' for n in mod.__all__:\n  o = getattr(mod, n)\n'
+            "  kinds[m + ':' + n] = k = 'class' if inspect.isclass(o) else 'function' if callable(o) else 'data'\n"
+            "  if k == 'data': values.setdefault(m, {})[n] = ' '.join(r.repr(o).split())\n"
+            'print(json.dumps([kinds, values, failed]))')
+    r = subprocess.run([sys.executable, '-c', code, *mods], capture_output=True, text=True, check=True,
+                       env={**os.environ, 'CALIBKIT_QUIET': '1'})
+    kinds, values, failed = json.loads(r.stdout.strip().splitlines()[-1])
+    return {tuple(k.split(':')): v for k, v in kinds.items()}, values, failed
+
+
+# ---- staging -----------------------------------------------------------------------------------------
+def md(text: str, cid: str) -> dict:
+    return dict(cell_type='markdown', id=cid, metadata={}, source=text)
+
+
+def label(qualname: str) -> str:
+    "The target above a definition in its notebook (labels ignore case: the capitals' positions keep `Settings` apart from `settings`)."
+    name = qualname.rsplit('.', 1)[-1]
+    caps = ''.join(f'-{i}' for i, ch in enumerate(name) if ch.isupper())
+    return 'src-' + qualname.lower() + caps
+
+
+def render_cell(cell) -> dict:
+    "A notebook cell as the site shows it: nbdev directives removed; hidden cells tagged away."
+    c = copy.deepcopy(cell)
+    if c['cell_type'] != 'code': return c
+    d = directives(c)
+    tags = set(c.get('metadata', {}).get('tags', []))
+    if is_hidden(c): tags.add('remove-cell')
+    if d.get('echo') == 'false': tags.add('remove-input')
+    if d.get('output') == 'false': tags.add('remove-output')
+    c['source'] = strip_directives(src_text(c))
+    c.setdefault('metadata', {})['tags'] = sorted(tags)
+    return c
+
+
+def section_of(cells, i) -> str:
+    "The last heading above cell i."
+    for c in reversed(cells[:i]):
+        if c['cell_type'] == 'markdown':
+            hs = HEADING.findall(src_text(c))
+            if hs: return hs[-1][1]
+    return ''
+
+
+def notebook_pages(nb_path: Path, mods: dict, available: dict) -> tuple[dict, dict]:
+    """The staged notebook (with an API link under its title and a target + API link above each exported
+    definition) and, for every public name it defines, its example: {qualname: (section, cells)}."""
+    nb = json.loads(nb_path.read_text(encoding='utf-8'))
+    cells = nb['cells']
+    default_exp = next((directives(c)['default_exp'] for c in cells
+                        if c['cell_type'] == 'code' and 'default_exp' in directives(c)), None)
+    module = f'calibkit.{default_exp}' if default_exp else None
+    public = set(mods[module][1]) if module in mods and module in available else set()
+    out, examples, seen = [], {}, set()
+    for i, c in enumerate(cells):
+        if is_export(c) and public:
+            names = [n for n in defined_names(src_text(c)) if n in public and n not in seen]
+            seen |= set(names)
+            if names:
+                targets = ''.join(f'({label(f"{module}.{n}")})=\n' for n in names)
+                links = ' · '.join(f'{{py:obj}}`{n} <{module}.{n}>`' for n in names)
+                out.append(md(f'{targets}API reference: {links}', f'ckapi{i}'))
+                follow = []
+                for c2 in cells[i + 1:]:
+                    if is_export(c2) or (c2['cell_type'] == 'markdown' and HEADING.search(src_text(c2))): break
+                    if c2['cell_type'] == 'code' and not is_hidden(c2) and strip_directives(src_text(c2)).strip():
+                        follow.append(render_cell(c2))
+                    if len(follow) == MAX_EXAMPLE_CELLS: break
+                for n in names: examples[f'{module}.{n}'] = (section_of(cells, i), follow)
+        out.append(render_cell(c))
+        if i == 0 and public and c['cell_type'] == 'markdown':
+            out.append(md(f'API reference: {{doc}}`{module} <api/{module}>`', 'ckapimod'))
+    nb['cells'] = out
+    return nb, examples
+
+
+def indent(text: str, n: int = 3) -> str:
+    return '\n'.join(' ' * n + l if l.strip() else '' for l in text.splitlines())
+
+
+def output_rst(out: dict, files: dict) -> str:
+    "One stored cell output as reStructuredText (SVG/PNG images become files next to the page)."
+    if out['output_type'] == 'stream':
+        return '.. code-block:: none\n\n' + indent(out['text'] if isinstance(out['text'], str) else ''.join(out['text']))
+    data = out.get('data', {})
+    text = lambda k: data[k] if isinstance(data[k], str) else ''.join(data[k])
+    if 'image/svg+xml' in data or 'image/png' in data:
+        ext, body = ('svg', text('image/svg+xml').encode()) if 'image/svg+xml' in data else \
+            ('png', base64.b64decode(text('image/png')))
+        name = f'_ex/{hashlib.sha256(body).hexdigest()[:16]}.{ext}'
+        files[name] = body
+        return f'.. image:: {name}\n   :alt: chart'
+    if 'text/html' in data: return '.. raw:: html\n\n' + indent(text('text/html'))
+    if 'text/plain' in data: return '.. code-block:: none\n\n' + indent(text('text/plain'))
+    return ''
+
+
+def ref_text(text: str) -> str:
+    "Plain text fit for the title of a reST cross-reference."
+    return re.sub(r'[`*<>]', '', text).strip()
+
+
+def api_page(module: str, nb_name: str, names: list[str], kinds: dict, values: dict, examples: dict,
+             docstring: str) -> tuple[str, dict]:
+    """The API reference of one module as reStructuredText (autodoc, and the examples with their stored
+    outputs), and the image files its examples show."""
+    stem, files = Path(nb_name).stem, {}
+    head = f'``{module}``'
+    parts = [head, '=' * len(head), '', docs_conf.markdown_to_rst(docstring), '',
+             f'Documented in the notebook :doc:`../{stem}`.', '']
+    parts += [f'- :py:obj:`{n} <{module}.{n}>`' for n in names] + ['']
+    for n in names:
+        q = f'{module}.{n}'
+        what = kinds.get((module, n), 'data')
+        if what == 'data':      # a constant: its value (autodoc would show the docstring of its type)
+            parts += [f'.. py:data:: {q}', f'   :value: {values[n]}', '']
+        else:
+            parts += [f'.. auto{what}:: {q}'] + (['   :members:'] if what == 'class' else []) + ['']
+        section, follow = examples.get(q, ('', []))
+        if follow:
+            where = ref_text(f'{stem} › {section}' if section else stem)
+            parts += [f'**Example** (from :ref:`{where} <{label(q)}>`):', '']
+            for c in follow:
+                parts += ['.. container:: ck-example-input', '', indent('.. code-block:: python\n\n' + indent(src_text(c))), '']
+                outs = [o for o in (output_rst(o, files) for o in c.get('outputs', [])) if o]
+                if outs: parts += ['.. container:: ck-example-output', '', *[indent(o) + '\n' for o in outs]]
+        elif q in examples:
+            parts += [f'Defined in :ref:`{stem} <{label(q)}>`; the notebook gives no example right after it.', '']
+    return '\n'.join(parts) + '\n', files
+
+
+def section_page(title: str, intro: str, entries: list[tuple[str, str, str]]) -> str:
+    lines = [f'# {title}', '', intro, '']
+    lines += [f'- {{doc}}`{doc}`' + (f' — {desc}' if desc else '') for doc, _, desc in entries]
+    lines += ['', '```{toctree}', ':hidden:', ':maxdepth: 1', '', *[f'{t} <{doc}>' for doc, t, _ in entries], '```', '']
+    return '\n'.join(lines)
+
+
+class Stage:
+    "Writes files into STAGE only when their content changes (Sphinx then rebuilds only what changed)."
+    def __init__(self, root: Path):
+        self.root, self.written = root, set()
+
+    def write(self, rel: str, text: str):
+        p = self.root/rel
+        self.written.add(p)
+        if p.exists() and p.read_text(encoding='utf-8') == text: return
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding='utf-8')
+
+    def write_bytes(self, rel: str, body: bytes):
+        p = self.root/rel
+        self.written.add(p)
+        if p.exists() and p.read_bytes() == body: return
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(body)
+
+    def write_nb(self, rel: str, nb: dict):
+        self.write(rel, json.dumps(nb, indent=1, ensure_ascii=False) + '\n')
+
+    def prune(self):
+        for p in sorted(self.root.rglob('*'), reverse=True):
+            if p.is_file() and p not in self.written: p.unlink()
+            elif p.is_dir() and not any(p.iterdir()): p.rmdir()
+
+
+def module_docstring(module: str) -> str:
+    text = (ROOT/Path(*module.split('.'))).with_suffix('.py').read_text(encoding='utf-8')
+    return ast.get_docstring(ast.parse(text)) or ''
+
+
+def stage(src: Path) -> dict:
+    "Write every source page into STAGE; returns counts."
+    mods = modules()
+    kinds, values, skipped = inspect_modules(list(mods))
+    available = {m: True for m in mods if m not in skipped}
+    st = Stage(STAGE)
+    nbs = sorted(src.glob('*.ipynb'))
+    if not any(p.stem == 'index' for p in nbs): sys.exit(f'no index.ipynb in {src}')
+    entries = {'module': [], 'tutorial': []}
+    examples = {}
+    for p in nbs:
+        nb, ex = notebook_pages(p, mods, available)
+        examples.update(ex)
+        k = kind(p)
+        if k == 'home':
+            nb['cells'].append(md('```{toctree}\n:hidden:\n\nModules <modules>\nTutorials <tutorials>\n'
+                                  'API reference <api/index>\n```', 'cktoc'))
+        else:
+            entries[k].append((p.stem, *title_of(nb)))
+        st.write_nb(f'{p.stem}.ipynb', nb)
+    st.write('modules.md', section_page('Modules', 'One notebook per module, in dependency order: each defines '
+                                        'its functions with the equations they compute, then shows them at work.',
+                                        entries['module']))
+    st.write('tutorials.md', section_page('Tutorials', 'End-to-end studies on real, bundled data.', entries['tutorial']))
+    api_entries = []
+    for m in sorted(available):
+        nb_name, names = mods[m]
+        page, files = api_page(m, nb_name, names, kinds, values.get(m, {}), examples, module_docstring(m))
+        st.write(f'api/{m}.rst', page)
+        for name, body in files.items(): st.write_bytes(f'api/{name}', body)
+        api_entries.append((m, f'{m}', module_docstring(m).split('\n')[0]))
+    intro = ('Every public name of every module (its `__all__`): signature, docstring, and the example that '
+             'follows its definition in the notebook.')
+    if skipped:
+        intro += '\n\nNot documented here because they do not import in this environment: ' + \
+                 ', '.join(f'`{m}` ({why})' for m, why in sorted(skipped.items())) + '.'
+    st.write('api/index.md', section_page('API reference', intro, api_entries))
+    st.prune()
+    return dict(notebooks=len(nbs), modules=len(available), names=sum(len(mods[m][1]) for m in available),
+                skipped=sorted(skipped))
+
+
+# ---- executing copies ----------------------------------------------------------------------------------
+def execute(dest: Path, timeout: int = 1200) -> Path:
+    "Execute every notebook of nbs/ (cwd nbs/) into `dest`; a notebook whose source is unchanged is not re-run."
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+    dest.mkdir(parents=True, exist_ok=True)
+    os.environ['CALIBKIT_QUIET'] = '1'
+    os.environ['IN_TEST'] = '1'     # as under nbdev-test: installed third-party plugins are not auto-loaded
+    code = hashlib.sha256(b''.join(p.read_bytes() for p in sorted(PKG.rglob('*.py')))).hexdigest()
+    for p in sorted(NBS.glob('*.ipynb')):
+        key = hashlib.sha256(p.read_bytes() + code.encode()).hexdigest()
+        stamp = dest/(p.name + '.sha256')
+        if (dest/p.name).exists() and stamp.exists() and stamp.read_text() == key: continue
+        t = time.time()
+        nb = nbformat.read(p, as_version=4)
+        try: NotebookClient(nb, timeout=timeout, kernel_name='python3', resources={'metadata': {'path': str(NBS)}}).execute()
+        except CellExecutionError as e:
+            sys.exit(f'{p.name} fails to execute: ' + (str(e).strip().splitlines() or ['?'])[-1])
+        nbformat.write(nb, dest/p.name)
+        stamp.write_text(key)
+        print(f'executed {p.name} in {time.time() - t:.0f}s', flush=True)
+    return dest
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--out', default=str(ROOT/'_docs'), help='where the site goes (default: _docs/)')
+    ap.add_argument('--src', default=str(NBS), help='folder of notebooks to render (default: nbs/)')
+    ap.add_argument('--execute', action='store_true', help=f'execute copies of nbs/ into {EXECUTED.relative_to(ROOT)}/ and render those')
+    ap.add_argument('--fresh', action='store_true', help='ignore the cache of a previous build')
+    a = ap.parse_args(argv)
+    t0 = time.time()
+    src = execute(EXECUTED) if a.execute else Path(a.src).resolve()
+    out = Path(a.out).resolve()
+    if a.fresh:
+        for d in (STAGE, DOCTREES, out):
+            shutil.rmtree(d, ignore_errors=True)
+    counts = stage(src)
+    warnings = ROOT/'build'/'docs-warnings.txt'
+    from sphinx.cmd.build import build_main
+    os.environ['CALIBKIT_QUIET'] = '1'
+    scratch = out.parent/'jupyter_execute'           # myst-nb's copies of the notebooks, next to the site
+    had_scratch = scratch.exists()
+    rc = build_main(['-b', 'html', '-q', '-c', str(DOCS), '-d', str(DOCTREES), '-w', str(warnings),
+                     str(STAGE), str(out)])
+    if not had_scratch: shutil.rmtree(scratch, ignore_errors=True)
+    if rc: sys.exit(f'sphinx failed (exit {rc})')
+    pages = len(list(out.rglob('*.html')))
+    MANIFEST.write_text(json.dumps(dict(counts, pages=pages), indent=1) + '\n')
+    n_warn = len([l for l in warnings.read_text().splitlines() if 'WARNING' in l or 'ERROR' in l])
+    print(f'built {out}/index.html: {pages} pages from {counts["notebooks"]} notebooks, API of {counts["names"]} names '
+          f'in {counts["modules"]} modules' + (f' (not importable: {", ".join(counts["skipped"])})' if counts['skipped'] else '') +
+          f'; {n_warn} warnings (build/docs-warnings.txt); {time.time() - t0:.0f}s', flush=True)
+
+
+if __name__ == '__main__':
+    main()

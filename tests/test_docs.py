@@ -1,0 +1,191 @@
+"""The documentation site (`docs/build.py` -> `_docs/`): complete, offline, and working in a real browser.
+
+The site is built once per session when `_docs/index.html` is missing or older than what it is made of
+(`python3 tasks.py test` builds it before pytest; so does `python3 tasks.py docs`). The browser checks open
+the pages from disk (file://) in headless Chromium and skip, saying why, only when it is not installed.
+"""
+import ast, json, os, re, subprocess, sys, time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import browser  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT/'_docs'
+WARNINGS = ROOT/'build'/'docs-warnings.txt'
+sys.path.insert(0, str(ROOT/'docs'))
+import build as docs_build  # noqa: E402
+
+
+def inputs():
+    "Everything the site is made of."
+    return [*(ROOT/'nbs').glob('*.ipynb'), *(ROOT/'calibkit').rglob('*.py'), *(ROOT/'docs').rglob('*.py'),
+            *(ROOT/'docs'/'_static').glob('*')]
+
+
+@pytest.fixture(scope='session')
+def site():
+    manifest = docs_build.MANIFEST      # written by every build (Sphinx leaves unchanged pages alone)
+    if not (SITE/'index.html').exists() or not WARNINGS.exists() or not manifest.exists() or \
+            manifest.stat().st_mtime < max(p.stat().st_mtime for p in inputs()):
+        subprocess.run([sys.executable, str(ROOT/'docs'/'build.py'), '--out', str(SITE)], check=True,
+                       env={**os.environ, 'CALIBKIT_QUIET': '1'})
+    return SITE
+
+
+def public_names():
+    "(module, name) for every name in every documented module's `__all__` (modules that do not import are listed)."
+    skipped = json.loads(docs_build.MANIFEST.read_text())['skipped']
+    return [(m, n) for m, (_, names) in docs_build.modules().items() if m not in skipped for n in names]
+
+
+# ---- the built files ----------------------------------------------------------------------------------
+def test_build_without_warnings(site):
+    "Broken references, duplicate targets and autodoc import failures are Sphinx warnings: none allowed."
+    lines = [l for l in WARNINGS.read_text().splitlines() if l.strip()]
+    assert lines == [], '\n'.join(lines[:20])
+
+
+def test_one_page_per_notebook_and_sections(site):
+    for nb in (ROOT/'nbs').glob('*.ipynb'):
+        assert (site/f'{nb.stem}.html').exists(), nb.name
+    nav = (site/'index.html').read_text()
+    for page in ('modules.html', 'tutorials.html', 'api/index.html'):
+        assert f'href="{page}"' in nav, f'home page does not link to {page}'
+    modules = (site/'modules.html').read_text()
+    numbered = sorted(p.stem for p in (ROOT/'nbs').glob('[0-8]*.ipynb'))
+    positions = [modules.index(f'href="{s}.html"') for s in numbered]
+    assert positions == sorted(positions), 'module pages are not in notebook order'
+
+
+def test_api_reference_covers_every_public_name(site):
+    names = public_names()
+    assert len(names) > 200
+    core = {'calibkit.events', 'calibkit.binning', 'calibkit.metrics', 'calibkit.charts', 'calibkit.report',
+            'calibkit.extractors.taggers', 'calibkit.models.taggers', 'calibkit.datasets.conll'}   # subpackages too
+    assert core <= {m for m, _ in names}
+    missing = []
+    for m, n in names:
+        page = site/'api'/f'{m}.html'
+        if not page.exists() or f'id="{m}.{n}"' not in page.read_text(): missing.append(f'{m}.{n}')
+    assert missing == [], f'no API entry for {missing}'
+
+
+def test_api_entries_link_to_notebooks_and_back(site):
+    "Each module page links to its API page; the API entries' examples link back to the definition's place."
+    for m, (nb_name, _) in docs_build.modules().items():
+        page = site/'api'/f'{m}.html'
+        if not page.exists(): continue
+        nb_page = (site/Path(nb_name).with_suffix('.html').name).read_text()
+        assert f'href="api/{m}.html"' in nb_page, f'{nb_name} does not link to its API page'
+        api = page.read_text()
+        backs = re.findall(r'href="\.\./' + re.escape(Path(nb_name).stem) + r'\.html#(src-[^"]+)"', api)
+        assert backs, f'{m}: no API entry links back to {nb_name}'
+        for anchor in set(backs): assert f'id="{anchor}"' in nb_page, f'{m}: broken link back #{anchor}'
+    ece = (site/'api'/'calibkit.metrics.html').read_text()
+    example = ece[ece.index('id="calibkit.metrics.ece"'):]
+    example = example[:example.index('id="calibkit.metrics.', 30)]
+    assert 'ck-example-output' in example, 'the ece entry shows no example output (the site shows the outputs committed in nbs/)'
+
+
+def test_no_asset_from_another_host(site):
+    "Scripts, styles, images, fonts and frames all come from the site itself (links to papers are fine)."
+    bad = []
+    tag = re.compile(r'<(script|link|img|iframe|source|embed)\b[^>]*?\b(src|href)="(https?:)?//[^"]*"', re.I)
+    for p in site.rglob('*.html'):
+        bad += [f'{p.relative_to(site)}: {m.group(0)[:120]}' for m in tag.finditer(p.read_text())]
+    for p in site.rglob('*.css'):
+        bad += [f'{p.relative_to(site)}: {m.group(0)}' for m in re.finditer(r'url\(\s*[\'"]?(https?:)?//[^)]*\)|@import\s+[\'"]?https?:[^;]*', p.read_text())]
+    assert bad == [], '\n'.join(bad[:10])
+    page = (site/'03_metrics.html').read_text()
+    mathjax = re.search(r'<script[^>]*src="(_static/mathjax/[^"?]+)', page)
+    assert mathjax and (site/mathjax.group(1)).exists(), 'MathJax is not served from the site'
+
+
+# ---- in a browser ----------------------------------------------------------------------------------------
+@pytest.fixture(scope='module')
+def chrome(tmp_path_factory):
+    why = browser.missing()
+    if why: pytest.skip(f'no browser check: {why}')
+    import shutil
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    opts = Options()
+    opts.binary_location = shutil.which('chromium')
+    for f in browser.FLAGS: opts.add_argument(f)
+    opts.add_argument(f'--user-data-dir={tmp_path_factory.mktemp("chromium-profile")}')
+    opts.set_capability('goog:loggingPrefs', {'browser': 'ALL', 'performance': 'ALL'})
+    driver = webdriver.Chrome(service=Service(shutil.which('chromedriver')), options=opts)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def visit(driver, url: str, ready: str, timeout: float = 30):
+    """Open `url`, wait until the JS expression `ready` is truthy; return (its value, console errors,
+    URLs of every request the page made)."""
+    driver.get_log('browser'); driver.get_log('performance')       # forget the previous page's
+    driver.get(url)
+    end, value = time.time() + timeout, None
+    while time.time() < end:
+        value = driver.execute_script(f'return {ready}')
+        if value: break
+        time.sleep(0.25)
+    errors = [e['message'] for e in driver.get_log('browser') if e['level'] in ('SEVERE', 'ERROR')]
+    requests = []
+    for e in driver.get_log('performance'):
+        msg = json.loads(e['message'])['message']
+        if msg['method'] == 'Network.requestWillBeSent':
+            requests.append((msg['params'].get('documentURL', ''), msg['params']['request']['url']))
+    return value, errors, requests
+
+
+def offsite(requests):
+    """Requests to the network, or made by the site to anything but its own files and inline data (the
+    browser's own chrome:// pages, e.g. its start page, are not the site's)."""
+    return [u for doc, u in requests if u.startswith(('http:', 'https:', 'ws:', 'wss:', 'ftp:'))
+            or doc.startswith('file:') and not u.startswith(('file://', 'data:', 'blob:'))]
+
+
+PAGES = ['index', 'modules', '03_metrics', '40_charts', '91_tutorial_twitter_pos', 'api/calibkit.metrics', 'api/index']
+
+
+@pytest.mark.parametrize('page', PAGES)
+def test_page_renders_offline(site, chrome, page):
+    html = site/f'{page}.html'
+    title, errors, requests = visit(chrome, html.as_uri(), "document.querySelector('h1') && document.title")
+    assert title and 'calibkit' in title, f'{page}: no title'
+    assert errors == [], f'{page}: console errors {errors}'
+    assert any(doc.startswith('file:') and '.js' in u for doc, u in requests), 'no request seen: is the performance log on?'
+    assert offsite(requests) == [], f'{page}: requests to other hosts {offsite(requests)}'
+
+
+def test_chart_is_visible(site, chrome):
+    "An Altair chart (SVG output of a notebook cell) is drawn with a real size."
+    sizes, errors, _ = visit(chrome, (site/'40_charts.html').as_uri(), """(() => {
+        const els = [...document.querySelectorAll('.cell_output svg, .cell_output img')].filter(e =>
+            e.tagName.toLowerCase() === 'svg' || (e.complete && e.naturalWidth > 0 && /\\.svg$/.test(e.src)));
+        const s = els.map(e => e.getBoundingClientRect()).filter(r => r.width > 50 && r.height > 50);
+        return s.length ? s.map(r => [r.width, r.height]) : null; })()""")
+    assert sizes, 'no chart with a nonzero size in a notebook output of 40_charts (the site shows the outputs committed in nbs/)'
+    assert errors == []
+
+
+def test_equation_is_typeset(site, chrome):
+    n, errors, requests = visit(chrome, (site/'03_metrics.html').as_uri(),
+                                "document.querySelectorAll('mjx-container svg').length")
+    assert n and n > 0, 'MathJax typeset no equation on the metrics page'
+    assert errors == [] and offsite(requests) == []
+
+
+def test_search_finds_offline(site, chrome):
+    hits, errors, requests = visit(chrome, (site/'search.html').as_uri() + '?q=calibration',
+                                   "(() => { const done = document.querySelector('#search-results .search-summary');"
+                                   "  return done && /\\d/.test(done.textContent) &&"
+                                   "    [...document.querySelectorAll('#search-results li a')].map(a => a.href); })()")
+    assert hits and len(hits) >= 5, f'search for "calibration" found {hits}'
+    assert any(h.startswith('file://') and 'metrics' in h for h in hits)
+    assert errors == [] and offsite(requests) == []
