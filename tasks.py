@@ -29,7 +29,7 @@ PLUGIN_PKG = ROOT/'tests'/'plugin_pkg'
 # The development setup pins torch to the CPU wheel these machines carry (any other spec downloads GBs of
 # CUDA); it is a constraint of this environment, not of the package (the `hf` extra states a range).
 DEV_CONSTRAINTS = ['torch==2.13.0']
-EXTRAS = 'dev,all'
+EXTRAS = 'dev,all,docs'
 # the study/tutorial notebooks `samples` executes headless; each writes its charts and tables to sample_outputs/
 DEMO_NOTEBOOKS = ['41_studies.ipynb', '90_tutorial_plugins.ipynb', '91_tutorial_twitter_pos.ipynb', '92_tutorial_coref.ipynb',
                   '93_tutorial_seq2seq.ipynb', '94_tutorial_sparse_tagsets.ipynb']

@@ -1,19 +1,20 @@
 """calibkit: how far to trust an NLP model's probabilities, and how to fix them.
 
-`import calibkit` loads only the core (config, events, binning, metrics: numpy and pandas). Everything
-else (registry, recalibrators, extractors, models, charts, studies, reports, Dask) is imported on first
-use through the table below, so a metrics-only script stays light and `calibkit --help` is fast.
+`import calibkit` imports nothing heavy: every public name below is imported from its module on first
+use (`ck.ece` loads the core, numpy and pandas; `ck.calibration_report` the report and Altair), so a
+metrics-only script loads only the core and `calibkit --help` answers at once.
 """
 __version__ = "0.1.0"
 
 from .config import settings
-from .events import events, events_from_scores, top_label_events, as_pairs
-from .binning import equal_mass_bins, fixed_width_bins, bin_stats, BinStats
-from .metrics import calib_mse, calib_mse_interval, ece, ece_interval, smce, gmce, marginal_ce, top_label_ce, brier, Interval
 
-# public name -> (submodule, attribute); attribute None = the submodule itself. Submodules not listed
-# (calibkit.plugins, calibkit.charts, ...) are importable as usual and also reachable as attributes.
-_LAZY = {
+# public name -> (submodule, attribute). Submodules (calibkit.plugins, calibkit.charts, ...) are
+# importable as usual and also reachable as attributes.
+_CORE = {'events': ['events', 'events_from_scores', 'top_label_events', 'as_pairs'],
+         'binning': ['equal_mass_bins', 'fixed_width_bins', 'bin_stats', 'BinStats'],
+         'metrics': ['calib_mse', 'calib_mse_interval', 'ece', 'ece_interval', 'smce', 'gmce', 'marginal_ce',
+                     'top_label_ce', 'brier', 'Interval']}
+_LAZY = {name: (module, name) for module, names in _CORE.items() for name in names} | {
     'extractor': ('plugins', 'extractor'), 'grouper': ('plugins', 'grouper'), 'recalibrator': ('plugins', 'recalibrator'),
     'Grouped': ('recalibrators', 'Grouped'),
     'crf_marginals': ('extractors.taggers', 'crf_marginals'),
@@ -29,7 +30,7 @@ _LAZY = {
     'corp': ('diagnostics', 'corp'), 'corp_curve': ('diagnostics', 'corp_curve'),
     'TemperatureScaling': ('multiclass', 'TemperatureScaling'), 'VectorScaling': ('multiclass', 'VectorScaling'),
 }
-_SUBMODULES = {'plugins', 'charts', 'studies', 'report', 'recalibrators', 'groupers', 'extractors', 'models',
+_SUBMODULES = {'config', 'binning', 'metrics', 'plugins', 'charts', 'studies', 'report', 'recalibrators', 'groupers', 'extractors', 'models',
                'datasets', 'sparse', 'inputs', 'cli', 'demos', 'dask', 'diagnostics', 'multiclass'}
 
 
@@ -44,3 +45,19 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+
+
+class _Package(type(__import__('sys'))):
+    """`calibkit.events` is the function `events` (as in `ck.events(conf, correct)`), also once the submodule
+    `calibkit.events` has been imported: the import system's `setattr(calibkit, 'events', <module>)` is ignored;
+    the module stays reachable as `sys.modules['calibkit.events']` and through `from calibkit.events import ...`."""
+    @property
+    def events(self):
+        from .events import events
+        return events
+
+    @events.setter
+    def events(self, module): pass
+
+
+__import__('sys').modules[__name__].__class__ = _Package

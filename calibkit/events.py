@@ -10,9 +10,9 @@ import numpy as np, pandas as pd
 from .config import default
 
 # %% auto #0
-__all__ = ['is_dask', 'numeric_array', 'check_int', 'check_float', 'check_choice', 'check_bool', 'check_conf', 'check_correct',
-           'as_frame', 'as_pairs', 'events', 'check_scores', 'events_from_scores', 'top_label_events', 'group_map',
-           'group_ids']
+__all__ = ['is_dask', 'numeric_array', 'count_true', 'check_int', 'check_float', 'check_choice', 'check_bool', 'check_conf',
+           'check_correct', 'as_frame', 'as_pairs', 'events', 'check_scores', 'label_column', 'events_from_scores',
+           'top_label_events', 'group_map', 'group_ids']
 
 # %% ../nbs/01_events.ipynb #3bca7657
 def is_dask(x) -> bool:
@@ -59,9 +59,9 @@ def numeric_array(x, name: str, ndim: int = 1) -> np.ndarray:
     if a.size == 0: raise ValueError(f'{name} is empty')
     return a
 
-_numeric = numeric_array   # the name calibkit.extractors.taggers still imports (to be switched to numeric_array)
-
-def _count(mask) -> int: return int(np.count_nonzero(mask))
+def count_true(mask) -> int:
+    "How many entries of `mask` are true (for the counts in error messages)."
+    return int(np.count_nonzero(mask))
 
 # %% ../nbs/01_events.ipynb #ca73a3a7
 def check_int(name: str, value, lo: int, hi: int | None = None, why: str = '') -> int:
@@ -101,22 +101,22 @@ def check_bool(name: str, value) -> bool:
 # %% ../nbs/01_events.ipynb #6df18d67
 def check_conf(conf, name: str = 'conf', ndim: int = 1) -> np.ndarray:
     "Validate confidences: finite floats in [0, 1]. float32/float64 are kept, other types become float64."
-    a = _numeric(conf, name, ndim)
+    a = numeric_array(conf, name, ndim)
     if a.dtype == bool: raise TypeError(f'{name} must be probabilities, got booleans')
     if a.dtype not in (np.float32, np.float64): a = a.astype(np.float64)
     lo, hi = a.min(), a.max()          # NaN propagates, inf shows in the range: one pass each
     if not (0 <= lo and hi <= 1):
-        n, nan, inf = a.size, _count(np.isnan(a)), _count(np.isinf(a))
+        n, nan, inf = a.size, count_true(np.isnan(a)), count_true(np.isinf(a))
         if nan: raise ValueError(f'{name}: {nan} of {n} values are NaN')
         if inf: raise ValueError(f'{name}: {inf} of {n} values are infinite')
-        bad = _count((a < 0) | (a > 1))
+        bad = count_true((a < 0) | (a > 1))
         raise ValueError(f'{name}: {bad} of {n} values are outside [0, 1] (min {lo:g}, max {hi:g})')
     if lo == 0 and np.signbit(a).any(): a = np.abs(a)   # -0.0 -> 0.0, so bit patterns order like values
     return a
 
 def check_correct(correct, n: int | None = None, name: str = 'correct') -> np.ndarray:
     "Validate outcomes: values in {0, 1} (bool, int or float), returned as `uint8`; length `n` if given."
-    a = _numeric(correct, name)
+    a = numeric_array(correct, name)
     if n is not None and len(a) != n:
         raise ValueError(f'{name} has {len(a)} values but conf has {n}: lengths must match')
     if a.dtype == bool: return a.view(np.uint8)
@@ -170,18 +170,19 @@ def check_scores(scores, gold, labels=None) -> tuple[np.ndarray, np.ndarray]:
     if g.ndim != 1: raise ValueError(f'gold must be 1-dimensional, got shape {g.shape}')
     if len(g) != n: raise ValueError(f'gold has {len(g)} values but scores has {n} rows')
     if np.issubdtype(g.dtype, np.floating):
-        if np.isnan(g).any(): raise ValueError(f'gold: {_count(np.isnan(g))} of {n} values are missing (NaN)')
+        if np.isnan(g).any(): raise ValueError(f'gold: {count_true(np.isnan(g))} of {n} values are missing (NaN)')
         if (g == np.round(g)).all(): g = g.astype(np.int64)
     if not (np.issubdtype(g.dtype, np.integer) or g.dtype == bool):
         if labels is None:
             raise TypeError(f'gold must hold integer label ids (got dtype {g.dtype}); pass labels= to give names')
         g = pd.Index(labels).get_indexer(g)
-        if (g < 0).any(): raise ValueError(f'gold: {_count(g < 0)} of {n} values are not among labels')
+        if (g < 0).any(): raise ValueError(f'gold: {count_true(g < 0)} of {n} values are not among labels')
     bad = (g < 0) | (g >= k)
-    if bad.any(): raise ValueError(f'gold: {_count(bad)} of {n} ids are outside [0, {k})')
+    if bad.any(): raise ValueError(f'gold: {count_true(bad)} of {n} ids are outside [0, {k})')
     return s, g.astype(np.intp)
 
-def _label_column(ids: np.ndarray, labels):
+def label_column(ids: np.ndarray, labels):
+    "Label ids as a column: the ids themselves, or a categorical of the names `labels` (one per id)."
     return ids if labels is None else pd.Categorical.from_codes(ids, categories=pd.Index(labels))
 
 def _index_dtype(top: int): return np.int32 if top < 2**31 else np.int64
@@ -203,7 +204,7 @@ def events_from_scores(scores, gold, *, threshold: float | None = None, labels=N
         item, label = np.divmod(keep, k)
         conf, correct = flat[keep], (label == g[item]).view(np.uint8)   # the kept cells only: no n×K outcome array
         item, label = item.astype(di), label.astype(dl)
-    df = pd.DataFrame({'item': item, 'label': _label_column(label, labels),
+    df = pd.DataFrame({'item': item, 'label': label_column(label, labels),
                        'conf': conf, 'correct': correct}, copy=False)
     df.attrs.update(n_cells=n * k, n_dropped=n * k - len(df), threshold=threshold)
     return df
@@ -212,7 +213,7 @@ def top_label_events(scores, gold, *, labels=None) -> pd.DataFrame:
     "One event per row: `conf` = the top score, `correct` = [argmax == gold], `label` = the predicted label."
     s, g = check_scores(scores, gold, labels)
     pred = s.argmax(axis=1)
-    return pd.DataFrame({'item': np.arange(len(s)), 'label': _label_column(pred, labels),
+    return pd.DataFrame({'item': np.arange(len(s)), 'label': label_column(pred, labels),
                          'conf': s[np.arange(len(s)), pred], 'correct': (pred == g).view(np.uint8)})
 
 # %% ../nbs/01_events.ipynb #dad4c1fc

@@ -149,7 +149,7 @@ def test_reliability_rejects_bad_arguments(data):
     t = equal_mass_bins(q, y, n_bins=5)
     with pytest.raises(ValueError, match="conf_axis must be 'x'"): reliability(q, y, conf_axis='z')
     with pytest.raises(ValueError, match=r"\['bin_size', 'level'\] apply only to events"): reliability(t, bin_size=3, level=.9)
-    with pytest.raises(ValueError, match='6000 non-empty bins, too many'): reliability(np.r_[q, q], np.r_[y, y], bin_size=1)
+    with pytest.raises(ValueError, match='6000 non-empty bins, too many'): reliability(np.r_[q, q / 2], np.r_[y, y], bin_size=1)   # 6000 distinct scores (tied ones share a bin)
     with pytest.raises(ValueError, match='correct has 2 values but conf has 3000'): reliability(q, [0, 1])
     with pytest.raises(TypeError, match='correct is required'): reliability(q)
     with pytest.raises(ValueError, match='n_bins must be an integer in'): reliability(q, y, n_bins=0)

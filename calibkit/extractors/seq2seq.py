@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Callable, Mapping
 import numpy as np, pandas as pd
-from ..events import as_pairs, check_conf, check_correct, _count
+from ..events import as_pairs, check_conf, check_correct, count_true
 from .base import Extractor
 from ..config import require
 
@@ -61,16 +61,16 @@ def _top1(rows: np.ndarray, idx: np.ndarray, *, ids=None, logits=False, sum_tol=
         am = blk.argmax(1)                             # NaN counts as the maximum: it shows in mx
         mx = blk[np.arange(len(blk)), am]
         if logits:
-            bad[0] += _count(~np.isfinite(mx))
+            bad[0] += count_true(~np.isfinite(mx))
             with np.errstate(invalid='ignore'):
                 blk -= mx[:, None]
                 np.exp(blk, out=blk)
             c = 1.0 / blk.sum(1).astype(np.float64)
         else:
-            bad[0] += _count(np.isnan(mx))
-            bad[1] += _count((blk.min(1) < 0) | (mx > 1))
+            bad[0] += count_true(np.isnan(mx))
+            bad[1] += count_true((blk.min(1) < 0) | (mx > 1))
             tot = blk.sum(1).astype(np.float64)           # pairwise sums: float32 is accurate enough here
-            bad[2] += _count(tot > 1 + sum_tol) if ids is not None else _count(np.abs(tot - 1) > sum_tol)
+            bad[2] += count_true(tot > 1 + sum_tol) if ids is not None else count_true(np.abs(tot - 1) > sum_tol)
             c = mx
         conf[s:s + step] = c
         pred[s:s + step] = am if ids is None else ids[sel, am]
@@ -87,11 +87,11 @@ def _real_steps(y: np.ndarray, m, ignore_ids, n_classes):
     "Flat indices of the real steps (not padding, not ignored), their gold ids, and counts for `attrs`."
     real = y != IGNORE_INDEX
     if m is not None: real &= m
-    n_real = _count(real)
+    n_real = count_true(real)
     bad = real & ((y < 0) | (y >= n_classes if n_classes is not None else False))
     if bad.any():
         rng = f'[0, {n_classes})' if n_classes is not None else '[0, ∞)'
-        raise ValueError(f'labels: {_count(bad)} of {n_real} real steps have ids outside {rng} (padding is {IGNORE_INDEX})')
+        raise ValueError(f'labels: {count_true(bad)} of {n_real} real steps have ids outside {rng} (padding is {IGNORE_INDEX})')
     keep = real if not ignore_ids else real & ~np.isin(y, list(ignore_ids))
     idx = np.flatnonzero(keep)
     counts = dict(n_steps=y.size, n_padding=y.size - n_real, n_ignored=n_real - len(idx))
@@ -107,7 +107,7 @@ def _step_arrays(labels, mask, shape, name):
     m = _array(mask, 'mask')
     if m.shape != shape: raise ValueError(f'mask has shape {m.shape} but {name} has steps of shape {shape}: they must match')
     ok = (m == 0) | (m == 1)
-    if not ok.all(): raise ValueError(f'mask: {_count(~ok)} of {m.size} values are not 0 or 1')
+    if not ok.all(): raise ValueError(f'mask: {count_true(~ok)} of {m.size} values are not 0 or 1')
     return y, m.astype(bool)
 
 def token_events(scores, labels, *, logits: bool = False, mask=None, ignore_ids=None, vocab_size: int | None = None,
@@ -135,7 +135,7 @@ def token_events(scores, labels, *, logits: bool = False, mask=None, ignore_ids=
     if topk:
         ids = ids.reshape(b * t, v)
         sub = ids[idx]
-        out = _count((sub < 0) | (sub >= vocab_size if vocab_size is not None else False))
+        out = count_true((sub < 0) | (sub >= vocab_size if vocab_size is not None else False))
         if out: raise ValueError(f'ids: {out} of {sub.size} top-k ids are outside the vocabulary '
                                  f'[0, {vocab_size if vocab_size is not None else "∞"})')
     conf, pred = _top1(rows, idx, ids=ids, logits=logits, sum_tol=sum_tol, name=name)
@@ -206,7 +206,7 @@ def word_events(tokens: pd.DataFrame, word_ids=None, *, vocab=None, marker: str 
         if by not in tokens.columns: raise ValueError(f'tokens lacks column {by!r} (the piece ids to split into words)')
         ids = tokens[by].to_numpy()
         if ids.min() < 0 or ids.max() >= len(starts_v):
-            raise ValueError(f'tokens.{by}: {_count((ids < 0) | (ids >= len(starts_v)))} ids are outside the vocab [0, {len(starts_v)})')
+            raise ValueError(f'tokens.{by}: {count_true((ids < 0) | (ids >= len(starts_v)))} ids are outside the vocab [0, {len(starts_v)})')
         none = special_v[ids]
         new = starts_v[ids] | np.r_[True, ~same] | np.r_[False, none[:-1]]
         wid = np.cumsum(new & ~none)                   # a word key that changes exactly at word starts
@@ -224,7 +224,7 @@ def word_events(tokens: pd.DataFrame, word_ids=None, *, vocab=None, marker: str 
         wk, ik = w[~none], item[~none]
         if ((ik[1:] == ik[:-1]) & (wk[1:] < wk[:-1])).any():
             raise ValueError(f'word_ids: the pieces of a word must be contiguous; '
-                             f'{_count((ik[1:] == ik[:-1]) & (wk[1:] < wk[:-1]))} pieces go back to an earlier word')
+                             f'{count_true((ik[1:] == ik[:-1]) & (wk[1:] < wk[:-1]))} pieces go back to an earlier word')
         wid = w
     keep = ~none
     if not keep.any(): raise ValueError(f'no words: all {len(c)} pieces belong to no word')
@@ -235,7 +235,7 @@ def word_events(tokens: pd.DataFrame, word_ids=None, *, vocab=None, marker: str 
     df = pd.DataFrame({'item': iw, 'pos': wpos, 'conf': _reduce(c, starts, how),
                        'correct': np.minimum.reduceat(y, starts), 'n_pieces': np.diff(np.append(starts, len(c))),
                        'kind': _kind('word', len(starts))})
-    df.attrs.update(how=how, n_no_word=_count(none))
+    df.attrs.update(how=how, n_no_word=count_true(none))
     return df
 
 # %% ../../nbs/15_extract_seq2seq.ipynb #5a33dec7
@@ -287,7 +287,7 @@ def sequence_events(conf, *, pred=None, ref=None, correct=None, how: str = 'min'
         if not parts: raise ValueError('conf is empty: no sequences')
         lens = np.fromiter(map(len, parts), np.int64, len(parts))
         if (lens == 0).any():
-            raise ValueError(f'conf: {_count(lens == 0)} of {len(lens)} sequences are empty (e.g. sequence {int(np.argmax(lens == 0))})')
+            raise ValueError(f'conf: {count_true(lens == 0)} of {len(lens)} sequences are empty (e.g. sequence {int(np.argmax(lens == 0))})')
         c = check_conf(np.concatenate(parts))
         starts, items = np.r_[0, np.cumsum(lens)[:-1]], np.arange(len(lens))
     n = len(starts)
@@ -333,8 +333,8 @@ def split_accuracy(seq_events_by_model: Mapping[str, pd.DataFrame], hard) -> pd.
     for name, f in frames.items():
         h = np.isin(f['item'].to_numpy(), np.asarray(hard))
         y = check_correct(f['correct'])
-        rows.append(dict(model=name, n_hard=_count(h), acc_hard=y[h].mean() if h.any() else np.nan,
-                         n_easy=_count(~h), acc_easy=y[~h].mean() if (~h).any() else np.nan, acc_all=y.mean()))
+        rows.append(dict(model=name, n_hard=count_true(h), acc_hard=y[h].mean() if h.any() else np.nan,
+                         n_easy=count_true(~h), acc_easy=y[~h].mean() if (~h).any() else np.nan, acc_all=y.mean()))
     return pd.DataFrame(rows)
 
 # %% ../../nbs/15_extract_seq2seq.ipynb #74765792
@@ -414,7 +414,7 @@ def hf_token_events(model, batch: Mapping, *, ignore_ids=None) -> pd.DataFrame:
 
 def _marker(vocab: list[str]) -> str:
     v = np.asarray(vocab, dtype=str)
-    counts = {m: _count(np.char.startswith(v, m)) for m in ('▁', 'Ġ')}
+    counts = {m: count_true(np.char.startswith(v, m)) for m in ('▁', 'Ġ')}
     best = max(counts, key=counts.get)
     if not counts[best]:
         raise ValueError('cannot tell the word-start marker of this tokenizer from its vocabulary: pass marker= '

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Mapping
 import numpy as np, pandas as pd
 from ..config import default
-from ..events import _count, _label_column, _numeric, check_conf, check_scores, events_from_scores, top_label_events
+from ..events import count_true, label_column, numeric_array, check_conf, check_scores, events_from_scores, top_label_events
 from .base import Extractor
 
 # %% auto #0
@@ -17,11 +17,11 @@ __all__ = ['EVENT_KINDS', 'softmax', 'check_probs', 'forward_backward', 'crf_mar
 # %% ../../nbs/11_extract_taggers.ipynb #556651da
 def _finite(x, name: str, ndim: int) -> np.ndarray:
     "`x` as a float64 array of `ndim` dimensions holding only finite values, or a clear error."
-    a = _numeric(x, name, ndim)
+    a = numeric_array(x, name, ndim)
     if a.dtype == bool: raise TypeError(f'{name} must be real-valued scores, got booleans')
     a = a.astype(np.float64, copy=False)
     bad = ~np.isfinite(a)
-    if bad.any(): raise ValueError(f'{name}: {_count(bad)} of {a.size} values are not finite (NaN or ±inf)')
+    if bad.any(): raise ValueError(f'{name}: {count_true(bad)} of {a.size} values are not finite (NaN or ±inf)')
     return a
 
 def softmax(logits, name: str = 'logits') -> np.ndarray:
@@ -36,7 +36,7 @@ def check_probs(scores, name: str = 'scores', atol: float = 1e-5) -> np.ndarray:
     dev = np.abs(s.sum(axis=1, dtype=np.float64) - 1)
     bad = dev > atol
     if bad.any():
-        raise ValueError(f'{name}: {_count(bad)} of {len(s)} rows do not sum to 1 (largest deviation {dev.max():.3g}, '
+        raise ValueError(f'{name}: {count_true(bad)} of {len(s)} rows do not sum to 1 (largest deviation {dev.max():.3g}, '
                          f'tolerance {atol:g}); unnormalised scores such as logits need a softmax first')
     return s
 
@@ -49,11 +49,11 @@ def _lse(x: np.ndarray, axis: int) -> np.ndarray:
 
 def _log_potential(x, name: str, ndim: int) -> np.ndarray:
     "Transition, start or end scores: real numbers or -inf (a forbidden transition); NaN and +inf are refused."
-    a = _numeric(x, name, ndim)
+    a = numeric_array(x, name, ndim)
     if a.dtype == bool: raise TypeError(f'{name} must be real-valued scores, got booleans')
     a = a.astype(np.float64, copy=False)
     bad = np.isnan(a) | (a == np.inf)
-    if bad.any(): raise ValueError(f'{name}: {_count(bad)} of {a.size} values are not finite (NaN or +inf; '
+    if bad.any(): raise ValueError(f'{name}: {count_true(bad)} of {a.size} values are not finite (NaN or +inf; '
                                    f'-inf, which forbids a transition, is allowed)')
     return a
 
@@ -106,7 +106,7 @@ def forward_backward(emissions, transitions, start=None, end=None, lengths=None)
     if lengths.shape != (B,) or not np.issubdtype(lengths.dtype, np.integer):
         raise ValueError(f'lengths must hold {B} integers (one per sentence), got {lengths.dtype} of shape {lengths.shape}')
     bad = (lengths < 1) | (lengths > T)
-    if bad.any(): raise ValueError(f'lengths: {_count(bad)} of {B} are outside [1, {T}] (an empty sentence has no marginals)')
+    if bad.any(): raise ValueError(f'lengths: {count_true(bad)} of {B} are outside [1, {T}] (an empty sentence has no marginals)')
     return _forward_backward(E, lengths.astype(np.intp), W, s, e)
 
 # %% ../../nbs/11_extract_taggers.ipynb #756c9975
@@ -158,7 +158,7 @@ def from_crfsuite(marginals, labels=None, *, atol: float = 1e-6) -> tuple[list[n
     if not sents: raise ValueError('marginals is empty: no sentences')
     lengths = np.array([len(s) for s in sents])
     if (lengths == 0).any():
-        raise ValueError(f'marginals: {_count(lengths == 0)} of {len(sents)} sentences are empty '
+        raise ValueError(f'marginals: {count_true(lengths == 0)} of {len(sents)} sentences are empty '
                          f'(first: marginals[{int(np.argmax(lengths == 0))}])')
     tokens = [d for s in sents for d in s]
     if not all(isinstance(d, Mapping) for d in tokens):
@@ -171,9 +171,9 @@ def from_crfsuite(marginals, labels=None, *, atol: float = 1e-6) -> tuple[list[n
     if missing: raise ValueError(f'marginals: no probability for tag(s) {missing} of labels')
     m = df[labels].to_numpy(np.float64)
     holes = np.isnan(m).any(axis=1)
-    if holes.any(): raise ValueError(f'marginals: {_count(holes)} of {len(m)} tokens lack a probability for some tag')
+    if holes.any(): raise ValueError(f'marginals: {count_true(holes)} of {len(m)} tokens lack a probability for some tag')
     far = (m < -atol) | (m > 1 + atol)
-    if far.any(): raise ValueError(f'marginals: {_count(far)} of {m.size} values are outside [0, 1] by more than {atol:g}')
+    if far.any(): raise ValueError(f'marginals: {count_true(far)} of {m.size} values are outside [0, 1] by more than {atol:g}')
     m = check_probs(np.clip(m, 0, 1), 'marginals', atol)
     return np.split(m, np.cumsum(lengths)[:-1]), labels
 
@@ -202,7 +202,7 @@ def query_events(scores, gold, tag, *, labels=None) -> pd.DataFrame:
     s, g = check_scores(scores, gold, labels)
     k = _tag_index(tag, labels, s.shape[1])
     n = len(s)
-    return pd.DataFrame({'item': np.arange(n), 'label': _label_column(np.full(n, k), labels),
+    return pd.DataFrame({'item': np.arange(n), 'label': label_column(np.full(n, k), labels),
                          'conf': s[:, k], 'correct': (g == k).view(np.uint8)})
 
 # %% ../../nbs/11_extract_taggers.ipynb #b89c6f52
@@ -215,11 +215,11 @@ def _flatten(scores, gold):
         raise ValueError(f'scores has {len(scores)} sentences: gold must hold one tag sequence per sentence, got {got}')
     if not scores: raise ValueError('scores is an empty list: no sentences')
     n = np.array([len(s) for s in scores]); ng = np.array([len(g) for g in gold])
-    if (n == 0).any(): raise ValueError(f'scores[{int(np.argmax(n == 0))}] is an empty sentence ({_count(n == 0)} in all)')
+    if (n == 0).any(): raise ValueError(f'scores[{int(np.argmax(n == 0))}] is an empty sentence ({count_true(n == 0)} in all)')
     if (n != ng).any():
         i = int(np.argmax(n != ng))
-        raise ValueError(f'gold[{i}] has {ng[i]} tags but scores[{i}] has {n[i]} rows ({_count(n != ng)} sentences differ)')
-    mats = [_numeric(s, f'scores[{i}]', 2) for i, s in enumerate(scores)]
+        raise ValueError(f'gold[{i}] has {ng[i]} tags but scores[{i}] has {n[i]} rows ({count_true(n != ng)} sentences differ)')
+    mats = [numeric_array(s, f'scores[{i}]', 2) for i, s in enumerate(scores)]
     ks = {m.shape[1] for m in mats}
     if len(ks) > 1: raise ValueError(f'scores: sentences have different numbers of tags (columns): {sorted(ks)}')
     item = np.repeat(np.arange(len(n)), n)
