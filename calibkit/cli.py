@@ -141,7 +141,7 @@ def _out(args):
 # %% ../nbs/62_cli.ipynb #93f8a911
 def cmd_report(args) -> int:
     import tempfile
-    from calibkit.inputs import InputError, read_counts
+    from calibkit.inputs import read_counts
     from calibkit.report import calibration_report
     xt = _plugin('extractor', args.extractor, args.extractor_param)
     grouper = _plugin('grouper', args.grouper, args.grouper_param)

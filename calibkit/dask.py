@@ -13,7 +13,7 @@ dask = require('dask', 'dask', 'calibkit.dask')
 import dask.array as da, dask.dataframe as dd
 from dask.callbacks import Callback
 from .events import check_int, group_ids, group_map, numeric_array
-from .binning import BinStats, bin_starts, bin_table, fixed_width_edges, fixed_width_index, sort_pairs
+from .binning import BinStats, bin_starts, fixed_width_edges, fixed_width_index, sort_pairs
 from .recalibrators import HistogramBinning
 from .metrics import gmce_table
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import hashlib, json, os
 from pathlib import Path
-import numpy as np, pandas as pd
+import pandas as pd
 from .config import data_dir, default, progress
 from .events import events
 from .report import OutputError, calibration_report, check_path, is_calibkit_folder

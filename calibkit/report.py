@@ -4,7 +4,7 @@
 
 # %% ../nbs/60_report.ipynb #cbd2f64f
 from __future__ import annotations
-import ctypes, html, inspect, io, json, os, re, secrets, shutil, sys, warnings
+import ctypes, html, inspect, json, os, re, secrets, shutil, sys, warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version as _dist_version
@@ -212,11 +212,6 @@ table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;p
 th{background:#f3f3f3}code,pre{background:#f6f6f6;padding:.1em .3em}figure{display:inline-block;margin:.5em}
 .note{color:#555;font-size:.9em}"""
 
-def _svg(chart) -> str:
-    buf = io.StringIO()
-    chart.save(buf, format='svg')
-    return buf.getvalue()
-
 def _table(df: pd.DataFrame) -> str:
     return df.to_html(index=False, float_format=lambda v: f'{v:.4g}', na_rep='', border=0)
 
@@ -230,6 +225,7 @@ def metrics_wide(m: pd.DataFrame) -> pd.DataFrame:
 # %% ../nbs/60_report.ipynb #42849170
 def report_html(r: Report) -> str:
     "The self-contained HTML page of a report: data, metrics, warnings, reliability, groups, bins, provenance."
+    from calibkit.charts import to_svg              # Altair is loaded only when a page is rendered
     e = html.escape
     show = lambda v: f'{v:,}' if isinstance(v, (int, np.integer)) else (f'{v:.4g}' if isinstance(v, float) else str(v))
     summary = pd.DataFrame([{'quantity': k, 'value': show(v)} for k, v in r.summary.items()])
@@ -241,10 +237,10 @@ def report_html(r: Report) -> str:
              f'resampling of bin accuracies ({r.meta["level"]:.0%}, {r.meta["n_samples"]} samples). An estimate below its '
              'interval is at the noise floor.</p>', _table(metrics_wide(r.metrics))]
     if r.warnings: parts += ['<h2>Warnings</h2><ul>', *(f'<li>{e(w)}</li>' for w in r.warnings), '</ul>']
-    parts += ['<h2>Reliability</h2>', *(f'<figure>{_svg(ch)}</figure>' for k, ch in r.charts.items() if k.startswith('reliability'))]
+    parts += ['<h2>Reliability</h2>', *(f'<figure>{to_svg(ch)}</figure>' for k, ch in r.charts.items() if k.startswith('reliability'))]
     if r.groups is not None:
         parts += ['<h2>Per group (GMCE)</h2>', _table(r.groups),
-                  *(f'<figure>{_svg(ch)}</figure>' for k, ch in r.charts.items() if k.startswith('groups'))]
+                  *(f'<figure>{to_svg(ch)}</figure>' for k, ch in r.charts.items() if k.startswith('groups'))]
     parts += ['<h2>Bins</h2>', _table(r.bins), '<h2>Provenance</h2><pre>',
               e(json.dumps(r.meta, indent=1, default=str)), '</pre></body></html>']
     return '\n'.join(parts)

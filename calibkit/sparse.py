@@ -280,7 +280,7 @@ def arrow_chart(results: pd.DataFrame, *, scopes: Sequence | None = None, title:
     shaft = alt.Chart().mark_rule(strokeWidth=2).encode(x, y, alt.Y2('after:Q'), color=color)
     head = alt.Chart().mark_point(filled=True, size=70, opacity=1).encode(
         x, alt.Y('after:Q'), color=color, shape=alt.Shape('shape:N', scale=None), tooltip=tip)
-    panels = [f'SMCE (all tags)' if s == 'all' else f'GMCE group {s}' for s in order]
+    panels = ['SMCE (all tags)' if s == 'all' else f'GMCE group {s}' for s in order]
     chart = alt.layer(dot, shaft, head, data=d.drop(columns='recalibrator')).properties(width=width, height=220).facet(
         column=alt.Column('panel:N', title=None, sort=panels)).resolve_scale(y='independent')
     return chart.properties(title=title or 'Calibration error before (dot) and after (arrow) recalibration')
