@@ -184,8 +184,9 @@ def directives(cell):
 
 
 def normalise_text(s: str) -> str:
-    "What varies between runs and machines, made constant: absolute paths, memory addresses."
+    "What varies between runs and machines, made constant: absolute paths, kernel cell files, memory addresses."
     s = re.sub(r'(?:/[\w.+@-]+)*/site-packages/', '<site-packages>/', s)
+    s = re.sub(r'/tmp/ipykernel_\d+/\d+\.py', '<cell>', s)       # where a warning raised in a cell points: per-kernel names
     s = s.replace(str(ROOT) + os.sep, '').replace(str(ROOT), '.')
     s = re.sub(r'/tmp/[\w.-]*tmp[\w.-]+', '/tmp/tmp…', s)
     return re.sub(r'\b0x[0-9a-fA-F]{6,}\b', '0x…', s)

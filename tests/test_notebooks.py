@@ -106,3 +106,9 @@ def test_executing_twice_gives_identical_notebooks():
         assert a == b, tasks.first_difference(path.name, a, b)
         assert any(c.get('outputs') for c in json.loads(a)['cells']), path.name
         assert re.search(r'"execution_count": [0-9]', a) is None and str(ROOT) not in a
+
+
+def test_warnings_raised_in_a_cell_do_not_carry_the_kernel_file():
+    "A warning's location in a cell is a per-kernel temp file (/tmp/ipykernel_PID/HASH.py): normalised to <cell>."
+    outs = [{'output_type': 'stream', 'name': 'stderr', 'text': '/tmp/ipykernel_24792/3442984280.py:25: UserWarning: gmce: 1 group(s)\n'}]
+    assert tasks.normalise_outputs(outs)[0]['text'] == '<cell>:25: UserWarning: gmce: 1 group(s)\n'
