@@ -163,7 +163,7 @@ def test_bad_parameters(kw, msg):
 
 def test_bad_inputs():
     dev, test = hand_events()
-    with pytest.raises(TypeError, match="threshold must be a number, got str '0.01'"):      # the C1 validator: a TypeError for text
+    with pytest.raises(ValueError, match=r"threshold must be a finite number in \[0, 1\), got str '0.01'"):   # the C1 validator (ValueError, like check_int)
         sparse_study(COUNTS, dev, test, threshold='0.01')
     with pytest.raises(ValueError, match='counts: 1 of 3 values are not finite non-negative'):
         sparse_study({**COUNTS, 'c': -1}, dev, test)
