@@ -6,6 +6,7 @@ metrics-only script loads only the core and `calibkit --help` answers at once.
 """
 __version__ = "0.1.0"
 
+import sys, types
 from .config import settings
 
 # public name -> (submodule, attribute). Submodules (calibkit.plugins, calibkit.charts, ...) are
@@ -47,7 +48,7 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
 
 
-class _Package(type(__import__('sys'))):
+class _Package(types.ModuleType):
     """`calibkit.events` is the function `events` (as in `ck.events(conf, correct)`), also once the submodule
     `calibkit.events` has been imported: the import system's `setattr(calibkit, 'events', <module>)` is ignored;
     the module stays reachable as `sys.modules['calibkit.events']` and through `from calibkit.events import ...`."""
@@ -60,4 +61,4 @@ class _Package(type(__import__('sys'))):
     def events(self, module): pass
 
 
-__import__('sys').modules[__name__].__class__ = _Package
+sys.modules[__name__].__class__ = _Package

@@ -262,7 +262,7 @@ class TaggerExtractor(Extractor):
 
     def scores(self, output, labels=None, **kw) -> tuple:
         "The probability rows of `output` (a matrix, or a list of them, one per sentence) and their labels."
-        raise NotImplementedError
+        raise NotImplementedError(f'{type(self).__name__} must define scores(output, labels=None, **kw): the tagger extractors implement it')
 
     def extract(self, output, gold=None, *, labels=None, **kw) -> pd.DataFrame:
         """Events of `output` against `gold` (tag ids, or names with `labels=`); `kw` go to `scores`.
