@@ -4,7 +4,8 @@
 
 Data: q ~ Beta(2, 5), y ~ Bernoulli(q), float64 (one seeded draw of the largest size; smaller sizes
 are its prefixes), plus a float32 copy at the largest size. Times are the best of `--repeat` wall
-times. Ratios compare timings within this one run. Before timing, the script checks that calibkit's
+times, in rounds that run every operation in turn (interleaved, so a burst of load on a shared machine
+hits all of them). Ratios compare timings within this one run. Before timing, the script checks that calibkit's
 per-bin statistics and metrics agree with the floor's (and reports how far scikit-learn's differ;
 its quantile bins are defined differently).
 """
@@ -80,23 +81,25 @@ def check_agreement(q, y) -> list[str]:
 # --- the benchmark ------------------------------------------------------------------------------------
 
 def time_metrics(q, y, repeat: int, boot_samples: int) -> dict[str, float]:
+    "Best wall time of each operation over `repeat` rounds; every round runs all operations in turn (interleaved), so a burst of load hits them all."
     ev = pd.DataFrame({'conf': q, 'correct': y.astype(np.uint8)})
     tied = (np.round(q * 9) / 9).astype(q.dtype)                     # heavily tied: 10 distinct confidences
-    out = {
-        'calib_mse': best_of(lambda: calib_mse(q, y, n_bins=N_BINS), repeat),
-        'ece': best_of(lambda: ece(q, y, n_bins=N_BINS), repeat),
-        'smce': best_of(lambda: smce(ev, n_bins=N_BINS), repeat),
-        'equal_mass_bins': best_of(lambda: equal_mass_bins(q, y, n_bins=N_BINS), repeat),
-        'interval normal': best_of(lambda: calib_mse_interval(q, y, n_bins=N_BINS, method='normal', n_samples=1000), repeat),
-        'bootstrap / sample': best_of(lambda: calib_mse_interval(q, y, n_bins=N_BINS, method='bootstrap',
-                                                                 n_samples=boot_samples), repeat) / boot_samples,
-        'numpy floor': best_of(lambda: floor_metrics(q, y), repeat),
-        'np.sort(conf)': best_of(lambda: np.sort(q), repeat),
-        'calib_mse, 10 tied values': best_of(lambda: calib_mse(tied, y, n_bins=N_BINS), repeat),
-        'ece adaptive (Ding)': best_of(lambda: ece(q, y, binning='adaptive'), repeat),
-        'sklearn calibration_curve': best_of(lambda: calibration_curve(y, q, n_bins=N_BINS, strategy='quantile'), repeat),
+    ops = {
+        'calib_mse': lambda: calib_mse(q, y, n_bins=N_BINS),
+        'ece': lambda: ece(q, y, n_bins=N_BINS),
+        'smce': lambda: smce(ev, n_bins=N_BINS),
+        'equal_mass_bins': lambda: equal_mass_bins(q, y, n_bins=N_BINS),
+        'interval normal': lambda: calib_mse_interval(q, y, n_bins=N_BINS, method='normal', n_samples=1000),
+        'bootstrap / sample': lambda: calib_mse_interval(q, y, n_bins=N_BINS, method='bootstrap', n_samples=boot_samples),
+        'numpy floor': lambda: floor_metrics(q, y),
+        'np.sort(conf)': lambda: np.sort(q),
+        'calib_mse, 10 tied values': lambda: calib_mse(tied, y, n_bins=N_BINS),
+        'ece adaptive (Ding)': lambda: ece(q, y, binning='adaptive'),
+        'sklearn calibration_curve': lambda: calibration_curve(y, q, n_bins=N_BINS, strategy='quantile'),
     }
-    return out
+    best = {k: min(t) for k, t in zip(ops, zip(*[[best_of(f, 1) for f in ops.values()] for _ in range(repeat)]))}
+    best['bootstrap / sample'] /= boot_samples
+    return best
 
 def peaked_softmax(n, k, seed=0):
     "An n×k float32 softmax with one dominant logit per row; gold is that label 80% of the time."

@@ -5,26 +5,27 @@
 # %% ../nbs/02_binning.ipynb #4657bfe4
 from __future__ import annotations
 from dataclasses import dataclass
+import sys
 from statistics import NormalDist
 import numpy as np, pandas as pd
 from .config import default
 from .events import as_pairs, check_choice, check_float, check_int
 
 # %% auto #0
-__all__ = ['MAX_FIXED_BINS', 'DING_Z', 'BINNINGS', 'sort_pairs', 'keep_ties', 'bin_starts', 'bin_spec', 'aggregate_gaps',
-           'BinStats', 'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index',
-           'fixed_width_stats', 'z_value', 'bin_table', 'equal_mass_bins', 'fixed_width_bins', 'ding_sizes',
-           'adaptive_stats', 'bin_stats']
+__all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'DING_Z', 'BINNINGS', 'sort_pairs', 'keep_ties', 'bin_starts', 'bin_spec',
+           'aggregate_gaps', 'BinStats', 'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges',
+           'fixed_width_index', 'fixed_width_stats', 'z_value', 'bin_table', 'equal_mass_bins', 'fixed_width_bins',
+           'ding_sizes', 'adaptive_stats', 'bin_stats']
 
 # %% ../nbs/02_binning.ipynb #3aeb1f33
 def sort_pairs(c: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    "Confidences sorted ascending and outcomes carried along (equal confidences ordered by outcome)."
-    ui = np.uint64 if c.dtype == np.float64 else np.uint32
+    "Confidences in [0, 1] sorted ascending and their 0/1 outcomes carried along (equal confidences ordered by outcome)."
+    ui, fl = (np.uint64, np.float64) if c.dtype == np.float64 else (np.uint32, np.float32)
     key = c.view(ui) << ui(1)
     key |= y
-    key.sort()
-    ys = np.empty(len(key), np.uint8)
-    np.bitwise_and(key, ui(1), out=ys, casting='unsafe')    # outcome bit straight into uint8: no full-size temporary
+    key.view(fl).sort()                                      # a finite float >= 0 for q in [0, 1]: same order, faster sort
+    low = 0 if sys.byteorder == 'little' else key.itemsize - 1
+    ys = key.view(np.uint8)[low::key.itemsize] & np.uint8(1) # the outcome bit, read from each key's lowest byte
     key >>= ui(1)                                            # in place: the sorted confidences' bit patterns
     return key.view(c.dtype), ys
 
@@ -109,16 +110,26 @@ class BinStats:
         return float((self.sum_conf2.sum() - 2 * self.sum_conf_correct.sum() + self.sum_correct.sum()) / self.total)
 
 # %% ../nbs/02_binning.ipynb #9165ba75
+SLICE_MIN = 1024   # bins averaging at least this many events are summed slice by slice, smaller ones by one reduceat
+
 def stats_from_sorted(cs: np.ndarray, ys: np.ndarray, starts: np.ndarray, moments: bool = False) -> BinStats:
-    "`BinStats` of sorted confidences `cs` and outcomes `ys` cut at ranks `starts` (contiguous bins, first start 0)."
+    "`BinStats` of sorted confidences `cs` and 0/1 outcomes `ys` (uint8) cut at ranks `starts` (contiguous bins, first start 0)."
     ends = np.append(starts[1:], len(cs))
-    sums = lambda a: np.add.reduceat(a, starts, dtype=np.float64)
-    extra = {}
-    if moments:
-        c64 = cs.astype(np.float64)
-        extra = dict(sum_conf2=sums(c64 * c64), sum_conf_correct=sums(np.where(ys == 1, c64, 0.0)))
-    return BinStats(n=(ends - starts).astype(np.int64), sum_conf=sums(cs), sum_correct=sums(ys),
-                    lo=cs[starts].astype(np.float64), hi=cs[ends - 1].astype(np.float64), **extra)
+    f64 = lambda: cs.astype(np.float64, copy=False)          # float32 confidences: moments products in float64
+    if len(starts) * SLICE_MIN <= len(cs):                  # few large bins: slice sums, no full-size temporaries
+        bins = [slice(s, e) for s, e in zip(starts, ends)]
+        sums = lambda f: np.array([f(b) for b in bins], dtype=np.float64)
+        yb = ys.view(bool)
+        s = dict(sum_conf=sums(lambda b: cs[b].sum(dtype=np.float64)), sum_correct=sums(lambda b: np.count_nonzero(yb[b])))
+        if moments:
+            c64, yf = f64(), ys.astype(np.float64)
+            s |= dict(sum_conf2=sums(lambda b: c64[b] @ c64[b]), sum_conf_correct=sums(lambda b: c64[b] @ yf[b]))
+    else:                                                    # many small bins: one pass per sum
+        sums = lambda a: np.add.reduceat(a, starts, dtype=np.float64)
+        s = dict(sum_conf=sums(cs), sum_correct=sums(ys))
+        if moments: c64 = f64(); s |= dict(sum_conf2=sums(c64 * c64), sum_conf_correct=sums(c64 * ys))
+    return BinStats(n=(ends - starts).astype(np.int64), lo=cs[starts].astype(np.float64),
+                    hi=cs[ends - 1].astype(np.float64), **s)
 
 def equal_mass_stats(conf, correct=None, *, bin_size=None, n_bins=None, moments=False) -> BinStats:
     "`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`; ties kept together); `moments` adds Σconf², Σconf·correct."
@@ -231,7 +242,6 @@ def adaptive_stats(conf, correct=None, *, moments=False) -> BinStats:
         st.sum_correct[i] += d; st.sum_correct[i + 1] -= d
         if moments: st.sum_conf_correct[i] += d * v; st.sum_conf_correct[i + 1] -= d * v
     return BinStats(**{k: None if v is None else v[::-1].copy() for k, v in vars(st).items()} | dict(lo=st.hi[::-1].copy(), hi=st.lo[::-1].copy()))
-
 
 # %% ../nbs/02_binning.ipynb #788d4e16
 BINNINGS = ('equal_mass', 'fixed_width', 'adaptive')

@@ -11,7 +11,7 @@ from unittest import mock
 import numpy as np, pandas as pd, pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from calibkit.events import events_from_scores, top_label_events
-from calibkit.binning import equal_mass_bins, fixed_width_bins
+from calibkit.binning import equal_mass_bins, equal_mass_stats, fixed_width_bins, sort_pairs
 from calibkit.metrics import brier, calib_mse, calib_mse_interval, ece, gmce, marginal_ce, smce
 
 def props(n: int = 60):
@@ -116,6 +116,42 @@ def test_conf_zero_and_one_land_in_a_bin(p, nb, zeros, ones):
     assert e.n.sum() == len(c) and e.lo.iloc[0] == 0 and e.hi.iloc[-1] == 1
 
 # --- equal-mass and fixed-width bins against the references ---------------------------------------
+
+SPECIAL = [0.0, 5e-324, 1e-310, 2.2250738585072014e-308, 1e-300, 1e-45, 1.2e-38, 0.5, np.nextafter(1.0, 0), 1.0]
+
+@props(80)
+@given(pairs(), st.lists(st.sampled_from(SPECIAL), max_size=8))
+def test_sort_pairs_is_a_lexsort_by_conf_then_outcome(p, extra):
+    "The packed key, sorted as a float, gives numpy's lexicographic order of (conf, correct): also for 0, subnormals and 1."
+    conf, correct = p
+    c = np.abs(np.concatenate([conf, np.array(extra, dtype=np.float64).astype(conf.dtype)]))   # as check_conf gives it
+    y = np.concatenate([np.asarray(correct, bool), np.arange(len(extra)) % 2 == 0]).view(np.uint8)
+    cs, ys = sort_pairs(c, y)
+    o = np.lexsort((y, c))
+    assert cs.dtype == c.dtype and ys.dtype == np.uint8
+    assert cs.tobytes() == c[o].tobytes() and ys.tobytes() == y[o].tobytes()
+
+@props(40)
+@given(st.one_of(pairs(min_n=1, max_n=3000), grid_pairs()), st.data())
+def test_slice_and_reduceat_sums_agree_with_the_reference(p, data):
+    "Per-bin sums by slices (few large bins) and by one reduceat (many small bins) both equal the literal reference."
+    conf, correct = p
+    n = len(conf)
+    kw = {'n_bins': data.draw(st.integers(1, min(n, 12)), label='n_bins')}
+    ref = ref_equal_mass(conf, correct, **kw)
+    y = np.asarray(correct, float)
+    for slice_min in (1, n + 1):                        # every bin by slices / every bin by reduceat
+        with mock.patch('calibkit.binning.SLICE_MIN', slice_min):
+            st_ = equal_mass_stats(conf, correct, moments=True, **kw)
+        assert list(st_.n) == [r[0] for r in ref] and list(st_.sum_correct) == [r[2] for r in ref]
+        assert st_.sum_conf == pytest.approx([r[1] for r in ref], rel=1e-12, abs=1e-300)
+        assert list(st_.lo) == [r[3] for r in ref] and list(st_.hi) == [r[4] for r in ref]
+        cuts = np.cumsum(st_.n)[:-1]
+        q = np.sort(conf.astype(np.float64), kind='stable')
+        yq = y[np.lexsort((y, conf))]
+        assert st_.sum_conf2 == pytest.approx([math.fsum(v * v for v in b) for b in np.split(q, cuts)], rel=1e-12, abs=1e-300)
+        assert st_.sum_conf_correct == pytest.approx([math.fsum(b) for b in np.split(q * yq, cuts)], rel=1e-12, abs=1e-300)
+
 
 @props(80)
 @given(st.one_of(pairs(), grid_pairs()), st.data())
