@@ -5,7 +5,6 @@
 # %% ../nbs/02_binning.ipynb #4657bfe4
 from __future__ import annotations
 from dataclasses import dataclass
-import sys
 from statistics import NormalDist
 import numpy as np, pandas as pd
 from .config import default
@@ -24,8 +23,8 @@ def sort_pairs(c: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     key = c.view(ui) << ui(1)
     key |= y
     key.view(fl).sort()                                      # a finite float >= 0 for q in [0, 1]: same order, faster sort
-    low = 0 if sys.byteorder == 'little' else key.itemsize - 1
-    ys = key.view(np.uint8)[low::key.itemsize] & np.uint8(1) # the outcome bit, read from each key's lowest byte
+    ys = key.astype(np.uint8)                                # each key's low byte (unsigned casts wrap)...
+    ys &= np.uint8(1)                                        # ...and in it the outcome bit
     key >>= ui(1)                                            # in place: the sorted confidences' bit patterns
     return key.view(c.dtype), ys
 

@@ -104,7 +104,9 @@ def check_conf(conf, name: str = 'conf', ndim: int = 1) -> np.ndarray:
     a = numeric_array(conf, name, ndim)
     if a.dtype == bool: raise TypeError(f'{name} must be probabilities, got booleans')
     if a.dtype not in (np.float32, np.float64): a = a.astype(np.float64)
-    lo, hi = a.min(), a.max()          # NaN propagates, inf shows in the range: one pass each
+    ui = np.uint64 if a.dtype == np.float64 else np.uint32
+    if a.view(ui).max() <= np.array(1, a.dtype).view(ui): return a   # one integer pass: every bit pattern in [+0, 1]
+    lo, hi = a.min(), a.max()          # NaN, inf, out of range or -0.0 (sign bit set): NaN propagates, inf shows
     if not (0 <= lo and hi <= 1):
         n, nan, inf = a.size, count_true(np.isnan(a)), count_true(np.isinf(a))
         if nan: raise ValueError(f'{name}: {nan} of {n} values are NaN')

@@ -5,6 +5,7 @@ import numpy as np, pandas as pd, pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import browser  # noqa: E402
+from clidata import write_events  # noqa: E402
 
 EXE = str(Path(sys.executable).parent/'calibkit')
 
@@ -16,16 +17,9 @@ def calibkit(*args, cwd=None):
 @pytest.fixture(scope='module')
 def data(tmp_path_factory):
     d = tmp_path_factory.mktemp('cli')
-    rng = np.random.default_rng(0)
-    q = rng.beta(2, 2, 4000)
-    df = pd.DataFrame(dict(conf=q, correct=(rng.random(4000) < q ** 1.3).astype(int),
-                           label=rng.choice(['N', 'V', 'A', 'D'], 4000, p=[.5, .3, .15, .05])))
-    df[:2000].to_csv(d/'dev.csv', index=False)
-    df[2000:].to_csv(d/'test.csv', index=False)
+    df = write_events(d, seed=0, n=4000, labels={'N': .5, 'V': .3, 'A': .15, 'D': .05}, power=1.3, k=6, alpha=.4,
+                      rows=500, scores_name='scores.npz')
     df[2000:].to_parquet(d/'test.parquet')
-    df[2000:].to_json(d/'test.jsonl', orient='records', lines=True)
-    s = rng.dirichlet(np.ones(6) * .4, size=500)
-    np.savez(d/'scores.npz', scores=s, gold=np.array([rng.choice(6, p=p) for p in s]))
     (d/'counts.json').write_text(json.dumps(dict(N=5000, V=3000, A=1500, D=500)))
     return d
 

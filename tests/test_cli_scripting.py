@@ -3,6 +3,9 @@ import json, os, subprocess, sys
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
 
+sys.path.insert(0, str(Path(__file__).parent))
+from clidata import write_events  # noqa: E402
+
 EXE = str(Path(sys.executable).parent/'calibkit')
 ENV = dict(os.environ, CALIBKIT_QUIET='1')
 
@@ -14,16 +17,9 @@ def calibkit(*args, cwd=None, stdin=None):
 @pytest.fixture(scope='module')
 def data(tmp_path_factory):
     d = tmp_path_factory.mktemp('script')
-    rng = np.random.default_rng(1)
-    q = rng.beta(2, 2, 3000)
-    df = pd.DataFrame(dict(conf=q, correct=(rng.random(3000) < q ** 1.2).astype(int),
-                           label=rng.choice(['N', 'V', 'A'], 3000, p=[.6, .3, .1])))
+    df = write_events(d, seed=1, n=3000, labels={'N': .6, 'V': .3, 'A': .1}, power=1.2, k=5, alpha=.5,
+                      rows=400, scores_name='raw.npz')
     df.assign(label=df.label.map({'N': '1', 'V': '2', 'A': '3'}))[1500:].to_csv(d/'numeric.csv', index=False)
-    df[:1500].to_csv(d/'dev.csv', index=False)
-    df[1500:].to_csv(d/'test.csv', index=False)
-    df[1500:].to_json(d/'test.jsonl', orient='records', lines=True)
-    s = rng.dirichlet(np.ones(5) * .5, size=400)
-    np.savez(d/'raw.npz', scores=s, gold=np.array([rng.choice(5, p=p) for p in s]))
     (d/'counts.json').write_text(json.dumps({'N': 600, 'V': 300, 'A': 100}))
     (d/'numeric_counts.json').write_text(json.dumps({'1': 600, '2': 300, '3': 100}))
     return d

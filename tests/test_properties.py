@@ -117,6 +117,20 @@ def test_conf_zero_and_one_land_in_a_bin(p, nb, zeros, ones):
 
 # --- equal-mass and fixed-width bins against the references ---------------------------------------
 
+@props(100)
+@given(st.sampled_from([np.float32, np.float64]).flatmap(lambda dt: st.tuples(st.just(dt), st.lists(st.one_of(
+    st.floats(width=32 if dt == np.float32 else 64), st.sampled_from([0.0, -0.0, 1.0, float(np.nextafter(1.0, 2)), -5e-324])), min_size=1, max_size=20))))
+def test_check_conf_accepts_exactly_the_values_in_the_unit_interval(x):
+    "The one-pass bit-pattern check accepts an array iff every value is a finite number in [0, 1]; -0.0 comes back as 0.0."
+    from calibkit.events import check_conf
+    dt, vals = x
+    a = np.array(vals, dtype=dt)
+    if np.all((a >= 0) & (a <= 1)):
+        out = check_conf(a)
+        assert out.dtype == dt and out.tobytes() == np.abs(a).tobytes()
+    else:
+        with pytest.raises(ValueError, match='NaN|infinite|outside'): check_conf(a)
+
 SPECIAL = [0.0, 5e-324, 1e-310, 2.2250738585072014e-308, 1e-300, 1e-45, 1.2e-38, 0.5, np.nextafter(1.0, 0), 1.0]
 
 @props(80)
