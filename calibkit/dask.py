@@ -13,7 +13,7 @@ dask = require('dask', 'dask', 'calibkit.dask')
 import dask.array as da, dask.dataframe as dd
 from dask.callbacks import Callback
 from .events import check_int, group_ids, group_map, numeric_array
-from .binning import BinStats, bin_starts, fixed_width_edges, fixed_width_index, sort_pairs
+from .binning import BinStats, bin_starts, fixed_width_edges, fixed_width_index, sort_pairs, stats_from_sorted
 from .recalibrators import HistogramBinning
 from .metrics import gmce_table
 
@@ -161,16 +161,11 @@ def _equal_mass_block(part, edges: list, groups, moments: bool):
         cs, ys = sort_pairs(cg, yg)
         cut = np.searchsorted(cs, edges[g], 'left')          # a confidence equal to an edge goes up
         starts, ends = np.r_[0, cut], np.r_[cut, len(cs)]
-        ne = np.flatnonzero(starts < ends)                   # the partition's non-empty bins
-        b, s = off[g] + ne, starts[ne]
-        sums[0, b] = ends[ne] - s
-        sums[1, b] = np.add.reduceat(cs, s, dtype=np.float64)
-        sums[2, b] = np.add.reduceat(ys, s, dtype=np.float64)
-        if moments:
-            c64 = cs.astype(np.float64)
-            sums[3, b] = np.add.reduceat(c64 * c64, s)
-            sums[4, b] = np.add.reduceat(np.where(ys == 1, c64, 0.0), s)
-        lo[b], hi[b] = cs[s], cs[ends[ne] - 1]
+        ne = np.flatnonzero(starts < ends)                   # the partition's non-empty bins (still contiguous, from 0)
+        st, b = stats_from_sorted(cs, ys, starts[ne], moments), off[g] + ne
+        sums[:3, b] = st.n, st.sum_conf, st.sum_correct
+        if moments: sums[3:, b] = st.sum_conf2, st.sum_conf_correct
+        lo[b], hi[b] = st.lo, st.hi
     return sums, lo, hi
 
 def _combine(ops, *results):
