@@ -1,6 +1,6 @@
 """Time calibkit.diagnostics (smooth ECE, smoothed curve, CORP) and calibkit.multiclass (temperature scaling) at scale.
 
-    .venv/bin/python bench/diagnostics.py [--sizes 1e6,1e7] [--matrices 1e5x50,1e6x50] [--repeat 1]
+    .venv/bin/python bench/diagnostics.py [--sizes 1e6,1e7] [--matrices 1e5x50,1e6x50] [--repeat 3]
 
 Data: q ~ Beta(2, 5), y ~ Bernoulli(q ** 1.3) (over-confident), float64, one seeded draw of the largest
 size (smaller sizes are its prefixes). Logit matrices: N(0, 2) logits, labels drawn from their softmax,
@@ -67,7 +67,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--sizes', default='1e6,1e7')
     ap.add_argument('--matrices', default='1e5x50,1e6x50')
-    ap.add_argument('--repeat', type=int, default=1)
+    ap.add_argument('--repeat', type=int, default=3)
     ap.add_argument('--seed', type=int, default=0)
     a = ap.parse_args()
     sizes = [int(float(s)) for s in a.sizes.split(',') if s]

@@ -19,10 +19,11 @@ __all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'DING_Z', 'BINNINGS', 'sort_pairs', 'k
 # %% ../nbs/02_binning.ipynb #3aeb1f33
 def sort_pairs(c: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     "Confidences in [0, 1] sorted ascending and their 0/1 outcomes carried along (equal confidences ordered by outcome)."
-    ui, fl = (np.uint64, np.float64) if c.dtype == np.float64 else (np.uint32, np.float32)
+    wide = c.dtype == np.float64
+    ui = np.uint64 if wide else np.uint32
     key = c.view(ui) << ui(1)
     key |= y
-    key.view(fl).sort()                                      # a finite float >= 0 for q in [0, 1]: same order, faster sort
+    (key.view(np.float64) if wide else key).sort()           # 64 bits: a finite float >= 0 for q in [0, 1], same order, faster sort
     ys = key.astype(np.uint8)                                # each key's low byte (unsigned casts wrap)...
     ys &= np.uint8(1)                                        # ...and in it the outcome bit
     key >>= ui(1)                                            # in place: the sorted confidences' bit patterns
