@@ -226,7 +226,7 @@ def ding_sizes(cd: np.ndarray) -> np.ndarray:
 def adaptive_stats(conf, correct=None, *, moments=False) -> BinStats:
     "`BinStats` of Ding et al.'s (2020) adaptive bins, as `calibration_metric`'s adaptive strategy builds them; bins in ascending order."
     c, y = as_pairs(conf, correct)
-    c = c.astype(np.float64)
+    c = c.astype(np.float64, copy=False)
     cs, ys = sort_pairs(c, y)                          # one packed-key sort; read backwards = descending
     cd, yd = cs[::-1], ys[::-1]
     starts = np.r_[0, np.cumsum(ding_sizes(cd))[:-1]]

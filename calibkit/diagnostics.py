@@ -60,7 +60,7 @@ def smooth_bandwidth(conf, correct=None, *, eps: float = 0.001) -> float:
     "The bandwidth σ* with smECE_σ* ≈ σ* (Błasiok & Nakkiran 2023, §4), by relplot's bisection (10 steps, floor `eps`)."
     c, y = as_pairs(conf, correct)
     eps = check_float('eps', eps, 0, 1, lo_open=True)
-    return _bandwidth(c.astype(np.float64), y, eps, {})
+    return _bandwidth(c.astype(np.float64, copy=False), y, eps, {})
 
 def _bandwidth(c, y, eps, cache) -> float:
     r = c - y
@@ -77,7 +77,7 @@ def _bandwidth(c, y, eps, cache) -> float:
 def smooth_ece(conf, correct=None, *, sigma: float | None = None, eps: float = 0.001) -> float:
     "Smooth ECE (Błasiok & Nakkiran 2023) at the automatic bandwidth, or at `sigma` if given; equals `relplot.smECE`."
     c, y = as_pairs(conf, correct)
-    c, cache = c.astype(np.float64), {}
+    c, cache = c.astype(np.float64, copy=False), {}
     if sigma is None: sigma = _bandwidth(c, y, check_float('eps', eps, 0, 1, lo_open=True), cache)
     else: sigma = check_float('sigma', sigma, 0, 1, lo_open=True)
     return smooth_ece_at(c, c - y, sigma, cache)
@@ -89,7 +89,7 @@ def smooth_curve(conf, correct=None, *, n_points: int = 200, sigma: float | None
     c, y = as_pairs(conf, correct)
     n_points, n_boot = check_int('n_points', n_points, 2), check_int('n_boot', n_boot, 0)
     level = check_float('level', level, 0, 1, lo_open=True, hi_open=True)
-    c, cache = c.astype(np.float64), {}
+    c, cache = c.astype(np.float64, copy=False), {}
     sigma = _bandwidth(c, y, 0.001, cache) if sigma is None else check_float('sigma', sigma, 0, 1, lo_open=True)
     mesh = np.linspace(0, 1, n_points)
     acc, dens = kernel_smooth(c, y.astype(np.float64), sigma, mesh)

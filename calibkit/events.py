@@ -11,8 +11,8 @@ from .config import default
 
 # %% auto #0
 __all__ = ['is_dask', 'numeric_array', 'count_true', 'check_int', 'check_float', 'check_choice', 'check_bool', 'check_conf',
-           'check_correct', 'as_frame', 'as_pairs', 'events', 'check_scores', 'label_column', 'events_from_scores',
-           'top_label_events', 'group_map', 'group_ids']
+           'check_correct', 'as_frame', 'as_pairs', 'events', 'check_gold', 'check_scores', 'label_column',
+           'events_from_scores', 'top_label_events', 'group_map', 'group_ids']
 
 # %% ../nbs/01_events.ipynb #3bca7657
 def is_dask(x) -> bool:
@@ -159,12 +159,8 @@ def events(conf, correct, **context) -> pd.DataFrame:
     return pd.DataFrame({**context, 'conf': c, 'correct': y})
 
 # %% ../nbs/01_events.ipynb #17090a2b
-def check_scores(scores, gold, labels=None) -> tuple[np.ndarray, np.ndarray]:
-    "Validate an n×K score matrix and its n gold ids (ints in [0, K), or label names when `labels` is given)."
-    s = check_conf(scores, 'scores', ndim=2)
-    n, k = s.shape
-    if labels is not None and len(labels) != k:
-        raise ValueError(f'labels has {len(labels)} names but scores has {k} columns')
+def check_gold(gold, n: int, k: int, labels=None) -> np.ndarray:
+    "Validate `n` gold label ids: ints in [0, k), or label names when `labels` (k names) is given; returned as intp."
     if isinstance(gold, (pd.Series, pd.Index)) and isinstance(gold.dtype, pd.api.extensions.ExtensionDtype) \
             and pd.api.types.is_numeric_dtype(gold.dtype):
         gold = gold.to_numpy(dtype=float, na_value=np.nan)   # nullable ints: NA becomes NaN, reported below
@@ -181,7 +177,15 @@ def check_scores(scores, gold, labels=None) -> tuple[np.ndarray, np.ndarray]:
         if (g < 0).any(): raise ValueError(f'gold: {count_true(g < 0)} of {n} values are not among labels')
     bad = (g < 0) | (g >= k)
     if bad.any(): raise ValueError(f'gold: {count_true(bad)} of {n} ids are outside [0, {k})')
-    return s, g.astype(np.intp)
+    return g.astype(np.intp)
+
+def check_scores(scores, gold, labels=None) -> tuple[np.ndarray, np.ndarray]:
+    "Validate an n×K score matrix and its n gold ids (ints in [0, K), or label names when `labels` is given)."
+    s = check_conf(scores, 'scores', ndim=2)
+    n, k = s.shape
+    if labels is not None and len(labels) != k:
+        raise ValueError(f'labels has {len(labels)} names but scores has {k} columns')
+    return s, check_gold(gold, n, k, labels)
 
 def label_column(ids: np.ndarray, labels):
     "Label ids as a column: the ids themselves, or a categorical of the names `labels` (one per id)."

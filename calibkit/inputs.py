@@ -96,7 +96,7 @@ def _read_csv(path: Path) -> pd.DataFrame:
     sep = '\t' if path.suffix.lower() == '.tsv' else ','
     header = next(csv.reader(io.StringIO(text[:1 << 16]), delimiter=sep), [])
     _check_unique(path, header, 'line 1: ')
-    return pd.read_csv(path, sep=sep, encoding='utf-8-sig', dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False,
+    return pd.read_csv(io.StringIO(text), sep=sep, dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False,
                        na_values={c: _NA_TEXT for c in header if c not in TEXT_COLUMNS})
 
 _JSONL_HINT = 'expected JSON Lines: one object per line, like {"conf": 0.9, "correct": 1, "label": "N"}'
@@ -160,7 +160,7 @@ def _npz(path: Path) -> dict:
     if not head.startswith(b'PK'):
         raise InputError(f'{path}: not an .npz archive (a zip of .npy arrays); the file starts with {head!r}')
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with open(path, 'rb') as f, np.load(f, allow_pickle=False) as z:   # our handle: closed even when numpy fails
             out = {}
             for k in z.files:
                 try: out[k] = z[k]

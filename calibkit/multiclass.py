@@ -11,7 +11,7 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
-from .events import check_choice, check_conf, check_int, check_scores
+from .events import check_choice, check_conf, check_int, check_gold, check_scores
 
 # %% auto #0
 __all__ = ['as_logits', 'nll', 'softmax_rows', 'nll_grad', 'group_ids', 'TemperatureScaling', 'VectorScaling']
@@ -36,7 +36,7 @@ def as_logits(X, gold=None, *, input: str = 'logits') -> tuple[np.ndarray, np.nd
         z = z.astype(np.float64)
     if z.shape[1] < 2: raise ValueError(f'X must have K >= 2 columns (labels), got {z.shape[1]}')
     if gold is None: return z, None
-    return z, check_scores(np.broadcast_to(0.5, z.shape), gold)[1]   # the gold ids, checked against the matrix's shape
+    return z, check_gold(gold, *z.shape)
 
 # %% ../nbs/31_multiclass.ipynb #806cb56d
 def nll(probs, gold) -> float:

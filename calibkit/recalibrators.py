@@ -9,7 +9,7 @@ import numpy as np, pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.exceptions import NotFittedError
 from .config import default
-from .events import as_pairs, check_conf, check_int, check_float
+from .events import as_pairs, check_conf, check_correct, check_int, check_float
 from .binning import bin_starts, sort_pairs
 
 # %% auto #0
@@ -39,7 +39,7 @@ def fit_pairs(X, y=None) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(X, pd.DataFrame): return as_pairs(X, y)
     if y is None: raise TypeError('y (correct) is required when X is not an events frame')
     c = as_scores(X)
-    return c, as_pairs(c, y)[1]
+    return c, check_correct(y, len(c))
 
 def like(X, out: np.ndarray):
     "Recalibrated confidences `out` in the container of X: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series (same index and name), an events frame → a copy with `conf` replaced."

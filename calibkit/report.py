@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np, pandas as pd
 from .config import default
 from .events import as_pairs, check_choice, check_int
-from .binning import bin_table, equal_mass_stats, fixed_width_stats
+from .binning import bin_stats, bin_table
 from .metrics import brier, calib_mse_interval, ece_interval
 
 # %% auto #0
@@ -33,13 +33,12 @@ BINNINGS = ('equal_mass', 'fixed_width')
 def stage_stats(c, y, *, n_bins=None, bin_size=None, binning='equal_mass', warn=None):
     "ONE `BinStats` (with moments) for a stage: `n_bins` capped at the number of events (`warn` is told), or `bin_size`."
     check_choice('binning', binning, BINNINGS)
-    if binning == 'fixed_width':
-        if bin_size is not None: raise ValueError("bin_size applies to binning='equal_mass' only")
-        return fixed_width_stats(c, y, n_bins=n_bins, moments=True)
-    if bin_size is not None: return equal_mass_stats(c, y, bin_size=min(check_int('bin_size', bin_size, 1), len(c)), moments=True)
-    n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
-    if n_bins > len(c) and warn is not None: warn(f'n_bins {n_bins} exceeds the {len(c)} events: used {len(c)} bins (one event each)')
-    return equal_mass_stats(c, y, n_bins=min(n_bins, len(c)), moments=True)
+    if binning == 'equal_mass' and bin_size is not None: bin_size = min(check_int('bin_size', bin_size, 1), len(c))
+    elif binning == 'equal_mass':
+        n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
+        if n_bins > len(c) and warn is not None: warn(f'n_bins {n_bins} exceeds the {len(c)} events: used {len(c)} bins (one event each)')
+        n_bins = min(n_bins, len(c))
+    return bin_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, moments=True)
 
 # %% ../nbs/60_report.ipynb #eebaf160
 def metric_rows(st, *, level, n_samples, seed) -> list[dict]:
@@ -173,12 +172,14 @@ def calibration_report(events: pd.DataFrame, *, fit: pd.DataFrame | None = None,
             bins.append(bin_table(st, level).reset_index().assign(stage=stage, group='all'))
             if g is None: continue
             gid = np.asarray(g.assign(ev['label']))
-            for k in np.unique(gid):                       # a loop over groups, not events
-                m = gid == k
+            from calibkit.recalibrators import group_slices   # scikit-learn loads only when groups are asked for
+            order, bounds = group_slices(gid, int(gid.max()))
+            for k in np.flatnonzero(np.diff(bounds)) + 1:     # a loop over the non-empty groups, not events
+                m = order[bounds[k - 1]:bounds[k]]          # the group's events, in input order
                 sk = stage_stats(c[m], y[m], n_bins=n_bins, bin_size=bin_size, binning=binning)
                 iv = ece_interval(sk, norm='l2', n_samples=n_samples, level=level, seed=seed)
                 groups.append(dict(stage=stage, group=int(k), gmce=iv.estimate, lo=iv.lo, hi=iv.hi,
-                                   n_events=int(m.sum()), n_labels=int(ev['label'][m].nunique())))
+                                   n_events=len(m), n_labels=int(ev['label'].iloc[m].nunique())))
                 bins.append(bin_table(sk, level).reset_index().assign(stage=stage, group=str(int(k))))
     said += [str(w.message) for w in caught]
     said = list(dict.fromkeys(said))                     # each warning once, in order

@@ -11,7 +11,7 @@ import calibkit
 from calibkit.binning import equal_mass_bins
 from calibkit.groupers import PerClass, Shared, TagFrequency
 from calibkit.metrics import calib_mse, ece, ece_interval
-from calibkit.recalibrators import (BetaCalibration, Grouped, HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS,
+from calibkit.recalibrators import (_MULTI, BetaCalibration, Grouped, HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS,
                                     EXPECTED_FAILED_CHECKS, equal_mass_edges, bin_index)
 from calibkit.studies import synthetic
 
@@ -360,6 +360,9 @@ def test_estimator_checks_pass_except_the_expected_ones(name):
     failed = {r['check_name'] for r in res if r['status'] == 'failed'}
     passed = {r['check_name'] for r in res if r['status'] == 'passed'}
     assert failed == set(EXPECTED_FAILED_CHECKS) and not failed & passed
+    multi = [r for r in res if r['status'] == 'failed' and EXPECTED_FAILED_CHECKS[r['check_name']] == _MULTI]
+    assert multi and all('shape (n,) or (n, 1)' in str(r['exception']) for r in multi), \
+        {r['check_name']: str(r['exception'])[:120] for r in multi if 'shape (n,) or (n, 1)' not in str(r['exception'])}
     assert {'check_estimator_cloneable', 'check_no_attributes_set_in_init', 'check_set_params', 'check_estimators_unfitted',
             'check_fit1d', 'check_mixin_order', 'check_get_params_invariance'} <= passed
 
