@@ -11,7 +11,7 @@ from .config import default
 from .events import as_pairs, check_choice, check_float, check_int
 
 # %% auto #0
-__all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'DING_Z', 'BINNINGS', 'sort_pairs', 'keep_ties', 'bin_starts', 'bin_spec',
+__all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'DING_Z', 'BINNINGS', 'sort_pairs', 'keep_ties', 'tie_runs', 'bin_starts', 'bin_spec',
            'aggregate_gaps', 'BinStats', 'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges',
            'fixed_width_index', 'fixed_width_stats', 'z_value', 'bin_table', 'equal_mass_bins', 'fixed_width_bins',
            'ding_sizes', 'adaptive_stats', 'bin_stats']
@@ -39,6 +39,13 @@ def keep_ties(cs: np.ndarray, starts: np.ndarray) -> np.ndarray:
     a, b = np.searchsorted(cs, v, 'left'), np.searchsorted(cs, v, 'right')
     k[inside] = np.where(k[inside] - a > b - k[inside], b, a)
     return np.unique(np.r_[0, k[(k > 0) & (k < len(cs))]]).astype(np.intp)
+
+# %% ../nbs/02_binning.ipynb #3271306f
+def tie_runs(cs: np.ndarray, ys: np.ndarray, tol: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "Runs of equal values in sorted `cs` (neighbours less than `tol` apart joined, when tol > 0): each run's first value (float64), its event count and outcome sum (float64)."
+    gap = np.diff(cs)
+    first = np.flatnonzero(np.r_[True, gap >= tol if tol > 0 else gap != 0])
+    return cs[first].astype(np.float64), np.diff(np.r_[first, len(cs)]), np.add.reduceat(ys, first, dtype=np.float64)
 
 # %% ../nbs/02_binning.ipynb #6d6f5b76
 def bin_starts(n: int, *, bin_size: int | None = None, n_bins: int | None = None) -> np.ndarray:

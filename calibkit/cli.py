@@ -77,20 +77,9 @@ def _is_top_logits(path: Path) -> bool:
     except (OSError, ValueError, UnicodeDecodeError): return False
 
 def raw_output(path: Path):
-    "A raw model output for an extractor: an `.npz` as a dict of arrays, a `.jsonl`/`.logits` file as a list of records."
-    import json
-    if path.suffix.lower() == '.npz':
-        import numpy as np
-        try:
-            with np.load(path, allow_pickle=False) as z: return dict(z)
-        except (OSError, ValueError) as e: raise ValueError(f'{path}: cannot read as .npz: {first_line(e)}') from None
-    records = []
-    with open(path, encoding='utf-8-sig') as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip(): continue
-            try: records.append(json.loads(line))
-            except ValueError as e: raise ValueError(f'{path}:{i}: invalid JSON ({first_line(e)})') from None
-    return records
+    "A raw model output for an extractor: an `.npz` as a dict of arrays, a `.jsonl`/`.logits` file as a list of records (the event readers' parsers)."
+    from calibkit.inputs import jsonl_records, read_npz, read_text
+    return read_npz(path) if path.suffix.lower() == '.npz' else jsonl_records(path, read_text(path))
 
 # %% ../nbs/62_cli.ipynb #1e40ec0c
 def load_input(path, threshold: float | None = None, *, extractor=None) -> 'pd.DataFrame':

@@ -9,7 +9,7 @@ import numpy as np, pandas as pd
 from scipy.signal import fftconvolve
 from sklearn.isotonic import isotonic_regression
 from .events import as_pairs, check_float, check_int
-from .binning import sort_pairs
+from .binning import sort_pairs, tie_runs
 
 # %% auto #0
 __all__ = ['kernel_smooth', 'smooth_ece_at', 'smooth_bandwidth', 'smooth_ece', 'smooth_curve', 'CORP', 'corp', 'corp_curve']
@@ -19,14 +19,16 @@ def _grid_size(sigma: float) -> int:
     "Points of the grid the kernel sums live on for bandwidth `sigma` (relplot's choice: ≥ 1001, ~10/σ)."
     return max(2000, round(20 / sigma)) // 2 + 1
 
-def _grid_sums(c: np.ndarray, w, m: int) -> np.ndarray:
-    "Each event's weight `w` (None = 1) split linearly between its two neighbouring points of the m-point grid of [0, 1]."
+def _grid_sums(c: np.ndarray, ws, m: int) -> tuple:
+    "For each weight vector in `ws` (None = 1): each event's weight split linearly between its two neighbouring points of the m-point grid of [0, 1] (the events are placed once)."
     pos = c * (m - 1)
     i = np.minimum(pos.astype(np.intp), m - 2)
     frac = pos - i
-    whole = np.bincount(i, w, m)
-    upper = np.bincount(i, frac if w is None else frac * w, m)
-    return whole - upper + np.concatenate([[0.0], upper[:-1]])
+    def split(w):
+        whole = np.bincount(i, w, m)
+        upper = np.bincount(i, frac if w is None else frac * w, m)
+        return whole - upper + np.concatenate([[0.0], upper[:-1]])
+    return tuple(split(w) for w in ws)
 
 def _reflected_gauss(v: np.ndarray, sigma: float) -> np.ndarray:
     "Grid values `v` convolved with a Gaussian of width `sigma`, reflected at 0 and 1."
@@ -42,7 +44,7 @@ def kernel_smooth(c: np.ndarray, v: np.ndarray, sigma: float, mesh: np.ndarray, 
     `weights` (default 1) weight the density; `cache` keeps the grid sums per grid size for repeated calls on the same data."""
     m = _grid_size(sigma)
     cache = {} if cache is None else cache
-    if m not in cache: cache[m] = (_grid_sums(c, v, m), _grid_sums(c, weights, m))
+    if m not in cache: cache[m] = _grid_sums(c, (v, weights), m)
     grid = np.linspace(0, 1, m)
     num, den = (np.interp(mesh, grid, _reflected_gauss(g, sigma)) for g in cache[m])
     den = den + 1e-4
@@ -115,14 +117,8 @@ class CORP(NamedTuple):
 # %% ../nbs/04_diagnostics.ipynb #fa62ef2e
 def _pav(conf, correct):
     "Distinct confidences, their counts and outcome sums, and the PAV (isotonic) fit at each."
-    cs, ys = sort_pairs(*as_pairs(conf, correct))
-    new = np.empty(len(cs), bool)
-    new[0] = True
-    np.not_equal(cs[1:], cs[:-1], out=new[1:])
-    start = np.flatnonzero(new)                                       # first event of each distinct confidence
-    stop = np.r_[start[1:], len(cs)]
-    cnt, pos = stop - start, np.diff(np.cumsum(ys, dtype=np.int64)[stop - 1], prepend=0)
-    return cs[start].astype(np.float64), cnt, pos, isotonic_regression(pos / cnt, sample_weight=cnt.astype(np.float64))
+    u, cnt, pos = tie_runs(*sort_pairs(*as_pairs(conf, correct)))
+    return u, cnt, pos, isotonic_regression(pos / cnt, sample_weight=cnt.astype(np.float64))
 
 def corp(conf, correct=None) -> CORP:
     "CORP decomposition (Dimitriadis, Gneiting & Jordan 2021) of the mean Brier score; equals `model_diagnostics`' `decompose` with `SquaredError`."

@@ -11,7 +11,8 @@ from .config import require
 from .events import events_from_scores
 
 # %% auto #0
-__all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'InputError', 'read_text', 'read_events', 'read_scores', 'read_counts']
+__all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'InputError', 'read_text', 'jsonl_records', 'read_events', 'read_npz', 'read_scores',
+           'read_counts']
 
 # %% ../nbs/61_inputs.ipynb #1010555a
 class InputError(ValueError):
@@ -101,7 +102,7 @@ def _read_csv(path: Path) -> pd.DataFrame:
 
 _JSONL_HINT = 'expected JSON Lines: one object per line, like {"conf": 0.9, "correct": 1, "label": "N"}'
 
-def _jsonl_records(path: Path, text: str) -> list[dict]:
+def jsonl_records(path: Path, text: str) -> list[dict]:
     "The objects of JSON Lines `text`: one C-level parse of the whole file; line by line only to skip blank lines or name an error."
     try:
         recs = json.loads('[' + text.strip().replace('\n', ',') + ']')
@@ -125,7 +126,7 @@ def _jsonl_records(path: Path, text: str) -> list[dict]:
 def _read_jsonl(path: Path) -> pd.DataFrame:
     text = read_text(path)
     if text.lstrip().startswith('['): raise InputError(f'{path}: a JSON array; {_JSONL_HINT}')
-    df = pd.DataFrame(_jsonl_records(path, text))
+    df = pd.DataFrame(jsonl_records(path, text))
     nested = [c for c in ('conf', 'correct') if c in df.columns and df[c].dtype == object and df[c].map(type).isin([list, dict]).any()]
     if nested: raise InputError(f'{path}: column-oriented JSON ({nested[0]!r} holds a list); {_JSONL_HINT}')
     return df
@@ -151,7 +152,7 @@ def read_events(path) -> pd.DataFrame:
     return _check_frame(df, path, kind)
 
 # %% ../nbs/61_inputs.ipynb #5365367b
-def _npz(path: Path) -> dict:
+def read_npz(path: Path) -> dict:
     "The arrays of an `.npz` archive, or one line saying what else the file is."
     with open(path, 'rb') as f: head = f.read(6)
     if head == b'\x93NUMPY':
@@ -177,7 +178,7 @@ def read_scores(path, *, threshold: float = 0.0, atol: float = 1e-4) -> pd.DataF
         raise InputError(f'{path}: a .npy file holds one array, but the gold labels are needed too: '
                          f'save both with numpy.savez("{path.with_suffix(".npz").name}", scores=scores, gold=gold)')
     if not path.is_file(): raise InputError(f'{path}: no such file')
-    z = _npz(path)
+    z = read_npz(path)
     missing = [k for k in ('scores', 'gold') if k not in z]
     if missing: raise InputError(f'{path}: missing array(s) {missing}; found {sorted(z)}')
     s = z['scores']

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from .events import check_choice, check_conf, check_int, check_gold, check_scores
 
 # %% auto #0
-__all__ = ['as_logits', 'nll', 'softmax_rows', 'nll_grad', 'group_ids', 'TemperatureScaling', 'VectorScaling']
+__all__ = ['as_logits', 'nll', 'softmax_rows', 'nll_grad', 'column_groups', 'TemperatureScaling', 'VectorScaling']
 
 # %% ../nbs/31_multiclass.ipynb #10594c18
 def as_logits(X, gold=None, *, input: str = 'logits') -> tuple[np.ndarray, np.ndarray | None]:
@@ -68,7 +68,7 @@ def nll_grad(Z: np.ndarray, gold: np.ndarray, w: np.ndarray, b: np.ndarray | flo
     return float(loss), gw, gb
 
 # %% ../nbs/31_multiclass.ipynb #b7509a52
-def group_ids(groups, k: int) -> tuple[np.ndarray, np.ndarray]:
+def column_groups(groups, k: int) -> tuple[np.ndarray, np.ndarray]:
     "The group position (0..G-1) of each of `k` columns and the sorted group labels, from None, an array of k labels or a mapping."
     if groups is None: return np.zeros(k, np.intp), np.array([1])
     if isinstance(groups, Mapping):
@@ -103,7 +103,7 @@ class TemperatureScaling(_Scaling):
         "Fit on an n×K matrix `X` and gold ids `y`."
         max_iter = check_int('max_iter', self.max_iter, 1)
         Z, gold = as_logits(X, y, input=self.input)
-        gid, labels = group_ids(self.groups, Z.shape[1])
+        gid, labels = column_groups(self.groups, Z.shape[1])
         G = len(labels)
         def fun(beta):
             loss, gw, _ = nll_grad(Z, gold, beta[gid])

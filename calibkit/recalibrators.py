@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.exceptions import NotFittedError
 from .config import default
 from .events import as_pairs, check_conf, check_correct, check_int, check_float
-from .binning import bin_starts, sort_pairs
+from .binning import bin_starts, sort_pairs, tie_runs
 
 # %% auto #0
 __all__ = ['EXPECTED_FAILED_CHECKS', 'as_scores', 'fit_pairs', 'like', 'Recalibrator', 'equal_mass_edges', 'bin_index',
@@ -145,13 +145,12 @@ class Isotonic(Recalibrator):
 
     def _fit(self, c, y):
         from sklearn.isotonic import isotonic_regression
-        cs, ys = sort_pairs(c, y)
-        first = np.flatnonzero(np.r_[True, np.diff(cs) >= _RESOLUTION])   # start of each run of (nearly) equal scores
-        w = np.diff(np.r_[first, len(cs)]).astype(np.float64)
-        f = isotonic_regression(np.add.reduceat(ys, first, dtype=np.float64) / w, sample_weight=w, y_min=0, y_max=1)
+        x, n, pos = tie_runs(*sort_pairs(c, y), tol=_RESOLUTION)     # runs of (nearly) equal scores
+        w = n.astype(np.float64)
+        f = isotonic_regression(pos / w, sample_weight=w, y_min=0, y_max=1)
         keep = np.ones(len(f), bool)                                 # drop interior points of flat runs
         keep[1:-1] = (f[1:-1] != f[:-2]) | (f[1:-1] != f[2:])
-        self.x_, self.y_ = cs[first][keep].astype(np.float64), f[keep]
+        self.x_, self.y_ = x[keep], f[keep]
 
     def _transform(self, c): return np.interp(c, self.x_, self.y_)
 

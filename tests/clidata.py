@@ -1,6 +1,16 @@
-"Synthetic input files shared by the command-line tests (test_cli.py, test_cli_scripting.py)."
+"What the command-line tests share (test_cli*.py): the installed `calibkit` command, a quiet runner, seeded input files."
+import os, subprocess, sys
 from pathlib import Path
 import numpy as np, pandas as pd
+
+EXE = str(Path(sys.executable).parent/'calibkit')
+ENV = dict(os.environ, CALIBKIT_QUIET='1')
+
+
+def calibkit(*args, cwd=None, env=None, stdin=None) -> subprocess.CompletedProcess:
+    "Run the installed `calibkit` with `args` (quiet, umask 022 so file modes are predictable), capturing text output."
+    return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, cwd=cwd, env={**ENV, **(env or {})},
+                          input=stdin, preexec_fn=lambda: os.umask(0o022))
 
 
 def write_events(d: Path, *, seed: int, n: int, labels: dict, power: float, k: int, alpha: float, rows: int,

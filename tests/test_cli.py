@@ -5,13 +5,7 @@ import numpy as np, pandas as pd, pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import browser  # noqa: E402
-from clidata import write_events  # noqa: E402
-
-EXE = str(Path(sys.executable).parent/'calibkit')
-
-
-def calibkit(*args, cwd=None):
-    return subprocess.run([EXE, *map(str, args), '--quiet'], capture_output=True, text=True, cwd=cwd)
+from clidata import EXE, calibkit, write_events  # noqa: E402
 
 
 @pytest.fixture(scope='module')

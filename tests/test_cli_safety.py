@@ -3,14 +3,10 @@ import hashlib, json, os, random, signal, subprocess, sys, time
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
 
-EXE = str(Path(sys.executable).parent/'calibkit')
+sys.path.insert(0, str(Path(__file__).parent))
+from clidata import EXE, calibkit  # noqa: E402
+
 MARKER = '.calibkit-report.json'
-
-
-def calibkit(*args, cwd=None, env=None):
-    e = dict(os.environ, CALIBKIT_QUIET='1', **(env or {}))
-    return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=e,
-                          preexec_fn=lambda: os.umask(0o022))
 
 
 def tree(d: Path) -> dict:

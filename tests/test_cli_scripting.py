@@ -1,17 +1,10 @@
 "The command line composes with others: stdin, --json, plugins table, closed pipes, exit codes, flag values, plugin parameters."
-import json, os, subprocess, sys
+import json, subprocess, sys
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from clidata import write_events  # noqa: E402
-
-EXE = str(Path(sys.executable).parent/'calibkit')
-ENV = dict(os.environ, CALIBKIT_QUIET='1')
-
-
-def calibkit(*args, cwd=None, stdin=None):
-    return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=ENV, input=stdin)
+from clidata import ENV, EXE, calibkit, write_events  # noqa: E402
 
 
 @pytest.fixture(scope='module')
