@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """calibkit's task runner: needs only Python >= 3.10 and the package registries.
 
-    python3 tasks.py demo              # set up .venv, install calibkit, run the main job (`calibkit demo`) on the bundled data
+    python3 tasks.py demo              # set up .venv, install calibkit, run the main job (`calibkit demo`) into demo-output/
     python3 tasks.py test              # set up .venv, then every check CI runs (clean, export, notebooks, docs, pytest)
     python3 tasks.py notebooks [NB..]  # execute notebooks (default: all of nbs/) and write their outputs back
     python3 tasks.py check-notebooks [NB..]  # re-execute notebooks and fail on a stale output (a step of `test`)
@@ -395,14 +395,16 @@ def readme():
     (ROOT/'README.md').write_text(readme_text())
 
 
+DEMO_OUT = ROOT/'demo-output'      # untracked (.gitignore): the demo's results depend on the machine's processor
+
+
 def demo():
-    "The main job: every bundled study as a calibration report in sample_outputs/demo/."
+    "The main job: every bundled study as a calibration report in demo-output/ (not tracked by git)."
     setup()
-    out = ROOT/'sample_outputs'/'demo'
-    check(BIN/'calibkit', 'demo', '--out', out, '--force')
+    check(BIN/'calibkit', 'demo', '--out', DEMO_OUT, '--force')
     # a picture of one report, taken in a real browser when one is installed (`python3 tasks.py test` installs it)
-    run(BIN/'python', ROOT/'tests'/'browser.py', out/'synthetic'/'report.html', ROOT/'sample_outputs'/'demo_report.png')
-    print(f'done: open {out}/*/report.html')
+    run(BIN/'python', ROOT/'tests'/'browser.py', DEMO_OUT/'synthetic'/'report.html', DEMO_OUT/'report.png')
+    print(f'done: open {DEMO_OUT}/index.html')
 
 
 def samples():

@@ -12,7 +12,7 @@ from .events import as_pairs, check_choice, check_float, check_int
 
 # %% auto #0
 __all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'DING_Z', 'BINNINGS', 'sort_pairs', 'keep_ties', 'tie_runs', 'bin_starts', 'bin_spec',
-           'aggregate_gaps', 'BinStats', 'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges',
+           'wsum', 'aggregate_gaps', 'BinStats', 'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges',
            'fixed_width_index', 'fixed_width_stats', 'z_value', 'bin_table', 'equal_mass_bins', 'fixed_width_bins',
            'ding_sizes', 'adaptive_stats', 'bin_stats']
 
@@ -64,12 +64,16 @@ def bin_spec(n_bins=None, bin_size=None) -> dict:
     return {'bin_size': bin_size} if bin_size is not None else {'n_bins': default('n_bins', n_bins)}
 
 # %% ../nbs/02_binning.ipynb #4e4fa793
+def wsum(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+    "Σ a·w along the last axis, summed in the same order on every processor (einsum; a BLAS dot's order depends on the CPU's kernel)."
+    return np.einsum('...i,i->...', a, w)
+
 def aggregate_gaps(gaps: np.ndarray, weight: np.ndarray, norm: str) -> np.ndarray:
     "The `norm` of per-bin gaps along the last axis: 'l1' Σw|g|, 'l2' √Σw g², 'sq' Σw g² (CalibMSE), 'max' max over bins with weight."
     check_choice('norm', norm, ('l1', 'l2', 'sq', 'max'))
-    if norm == 'l1': return gaps @ weight
-    if norm == 'sq': return (gaps ** 2) @ weight
-    if norm == 'l2': return np.sqrt((gaps ** 2) @ weight)
+    if norm == 'l1': return wsum(gaps, weight)
+    if norm == 'sq': return wsum(gaps ** 2, weight)
+    if norm == 'l2': return np.sqrt(wsum(gaps ** 2, weight))
     return np.where(weight > 0, gaps, 0).max(axis=-1)
 
 @dataclass(frozen=True)
@@ -110,7 +114,7 @@ class BinStats:
         return float(aggregate_gaps(self.gap, self.weight, norm))
     def sq_error(self, debias: bool = False) -> float:
         "CalibMSE of these bins, Σ n_i/N (conf_i − acc_i)², minus Σ n_i/N · noise_i when `debias`."
-        return self.error('sq') - (float(self.weight @ self.noise) if debias else 0.0)
+        return self.error('sq') - (float(wsum(self.noise, self.weight)) if debias else 0.0)
     def brier(self) -> float:
         "The Brier score (1/N)Σ(q − y)² = (Σq² − 2Σq·y + Σy)/N, exact from the moments (stats built with `moments=True`)."
         if self.sum_conf2 is None: raise ValueError('the Brier score needs BinStats built with moments=True')
@@ -130,7 +134,7 @@ def stats_from_sorted(cs: np.ndarray, ys: np.ndarray, starts: np.ndarray, moment
         s = dict(sum_conf=sums(lambda b: cs[b].sum(dtype=np.float64)), sum_correct=sums(lambda b: np.count_nonzero(yb[b])))
         if moments:
             c64, yf = f64(), ys.astype(np.float64)
-            s |= dict(sum_conf2=sums(lambda b: c64[b] @ c64[b]), sum_conf_correct=sums(lambda b: c64[b] @ yf[b]))
+            s |= dict(sum_conf2=sums(lambda b: wsum(c64[b], c64[b])), sum_conf_correct=sums(lambda b: wsum(c64[b], yf[b])))
     else:                                                    # many small bins: one pass per sum
         sums = lambda a: np.add.reduceat(a, starts, dtype=np.float64)
         s = dict(sum_conf=sums(cs), sum_correct=sums(ys))

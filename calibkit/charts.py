@@ -4,26 +4,65 @@
 
 # %% ../nbs/40_charts.ipynb #3c69c4f0
 from __future__ import annotations
-import io, os
+import base64, html, json, os, re, warnings
+from functools import cache
 from pathlib import Path
 from typing import Mapping
 import altair as alt, numpy as np, pandas as pd
-from .config import default
+from .config import default, package_dir
 from .events import as_pairs, check_choice, check_conf, check_int
 from .binning import equal_mass_bins
 from .metrics import Interval, calib_mse_interval
 
 # %% auto #0
-__all__ = ['BIN_COLUMNS', 'MAX_ROWS', 'CONF_TITLE', 'ACC_TITLE', 'SCALES', 'to_svg', 'SVGDisplay', 'svg_display', 'choose_scale',
-           'reliability', 'reliability_grid', 'smooth_reliability', 'save_chart', 'study_curve']
+__all__ = ['FONT', 'FONT_STACK', 'BIN_COLUMNS', 'MAX_ROWS', 'CONF_TITLE', 'ACC_TITLE', 'SCALES', 'font_renderer', 'font_chars',
+           'chart_spec', 'font_css', 'to_svg', 'SVGDisplay', 'svg_display', 'choose_scale', 'reliability',
+           'reliability_grid', 'smooth_reliability', 'save_chart', 'study_curve']
+
+# %% ../nbs/40_charts.ipynb #8b6758d3
+FONT = 'Calibkit Sans'                                # the family of calibkit/fonts/CalibkitSans-*.ttf
+FONT_STACK = f'"{FONT}", "DejaVu Sans", sans-serif'   # its source, DejaVu Sans, has the same glyph widths
+_SVG_TEXT = re.compile(r'<text\b[^>]*>([^<]*)</text>')
+
+@cache
+def font_renderer():
+    "The vl-convert module, with calibkit's font folder registered (once per process): charts are measured with it."
+    import vl_convert
+    vl_convert.register_font_directory(str(package_dir()/'fonts'))
+    return vl_convert
+
+@cache
+def font_chars() -> frozenset:
+    "The characters calibkit's font has glyphs for (the ranges `calibkit/fonts/ranges.txt` lists)."
+    text = (package_dir()/'fonts'/'ranges.txt').read_text().strip()
+    spans = [[int(x, 16) for x in r.removeprefix('U+').split('-')] for r in text.split(',')]
+    return frozenset(chr(c) for lo, *hi in spans for c in range(lo, (hi[0] if hi else lo) + 1))
+
+def chart_spec(chart) -> dict:
+    "The chart's Vega-Lite specification with calibkit's font in its configuration (the chart's own settings win)."
+    if not isinstance(chart, alt.TopLevelMixin): raise TypeError(f'chart must be an Altair chart, got {type(chart).__name__}')
+    spec = chart.to_dict()
+    spec['config'] = {'font': FONT_STACK, **spec.get('config', {})}
+    return spec
+
+def font_css() -> str:
+    "`@font-face` rules that serve calibkit's font from `data:` URIs, for HTML pages showing calibkit's SVG charts."
+    rule = ("@font-face{{font-family:'{}';font-style:normal;font-weight:{};"
+            "src:url(data:font/ttf;base64,{}) format('truetype')}}")
+    return '\n'.join(rule.format(FONT, weight, base64.b64encode((package_dir()/'fonts'/f'CalibkitSans-{style}.ttf').read_bytes()).decode())
+                     for style, weight in (('Regular', 400), ('Bold', 700)))
 
 # %% ../nbs/40_charts.ipynb #9968ddd6
 def to_svg(chart) -> str:
-    "The chart rendered as an SVG document (offline, deterministic)."
-    if not isinstance(chart, alt.TopLevelMixin): raise TypeError(f'chart must be an Altair chart, got {type(chart).__name__}')
-    buf = io.StringIO()
-    chart.save(buf, format='svg')
-    return buf.getvalue()
+    "The chart rendered as an SVG document (offline, deterministic): text measured with calibkit's font on every machine."
+    from altair.utils._importers import vl_version_for_vl_convert
+    vlc = font_renderer()
+    svg = vlc.vegalite_to_svg(chart_spec(chart), vl_version=vl_version_for_vl_convert())
+    missing = sorted(set(''.join(html.unescape(t) for t in _SVG_TEXT.findall(svg))) - set(' \n') - font_chars())
+    if missing:
+        warnings.warn(f'chart text has {len(missing)} character(s) {FONT} lacks ({"".join(missing[:10])!r}): the machine\'s '
+                      'own fonts draw them, so this chart\'s SVG can differ between machines', stacklevel=2)
+    return svg
 
 class SVGDisplay:
     "Mixin for Altair top-level charts: display as inline SVG in Jupyter, whatever renderer is active."
@@ -238,7 +277,7 @@ def save_chart(chart, path) -> list[Path]:
         raise ValueError(f'path must be given without extension (save_chart adds .svg and .vl.json), got {str(path)!r}')
     path.parent.mkdir(parents=True, exist_ok=True)
     out = []
-    for ext, text in (('.svg', to_svg(chart)), ('.vl.json', chart.to_json(indent=2) + '\n')):
+    for ext, text in (('.svg', to_svg(chart)), ('.vl.json', json.dumps(chart_spec(chart), indent=2) + '\n')):
         target = path.with_name(path.name + ext)
         _write_atomic(target, text)
         out.append(target)

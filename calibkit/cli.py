@@ -6,7 +6,7 @@
 from __future__ import annotations
 import argparse, os, sys
 from pathlib import Path
-from .config import default, progress, settings
+from .config import calibkit_version, default, progress, settings
 
 # %% auto #0
 __all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_CANTCREAT', 'EXIT_CODES', 'FORMATS', 'CLIError',
@@ -201,14 +201,11 @@ class Parser(argparse.ArgumentParser):
         sys.stderr.write(f'calibkit: error: {message} (see {self.prog} --help)\n')
         sys.exit(EX_USAGE)
 
-def _version() -> str:
-    from calibkit.report import calibkit_version
-    return calibkit_version()
 
 class _Version(argparse.Action):
     def __init__(self, option_strings, dest, **kw): super().__init__(option_strings, dest, nargs=0, help='show the version')
     def __call__(self, parser, ns, values, option_string=None):
-        print(f'calibkit {_version()}'); parser.exit()
+        print(f'calibkit {calibkit_version()}'); parser.exit()
 
 # %% ../nbs/62_cli.ipynb #7dc21867
 def parser() -> argparse.ArgumentParser:

@@ -10,7 +10,8 @@ from functools import cache
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['Settings', 'package_dir', 'settings_path', 'read_settings', 'settings', 'default', 'progress', 'data_dir', 'require']
+__all__ = ['Settings', 'package_dir', 'calibkit_version', 'settings_path', 'read_settings', 'settings', 'default', 'progress',
+           'data_dir', 'require']
 
 # %% ../nbs/00_config.ipynb #2467c999
 @dataclass(frozen=True)
@@ -37,6 +38,13 @@ def package_dir() -> Path:
     "The folder of the installed calibkit package (found without importing it)."
     import importlib.util
     return Path(importlib.util.find_spec('calibkit').origin).resolve().parent
+
+# %% ../nbs/00_config.ipynb #e76db480
+def calibkit_version() -> str:
+    "The installed calibkit's version, from the distribution's metadata (nothing is imported), or 'unknown'."
+    from importlib.metadata import PackageNotFoundError, version
+    try: return version('calibkit')
+    except PackageNotFoundError: return 'unknown'
 
 # %% ../nbs/00_config.ipynb #87d338c3
 def settings_path() -> Path | None:

@@ -12,7 +12,7 @@ from .config import default, progress
 from .events import (as_frame, as_pairs, check_bool, check_choice, check_int, check_scores, events_from_scores,
                              group_ids, group_map, top_label_events)
 from .binning import (BinStats, aggregate_gaps, bin_spec, bin_starts, bin_stats, equal_mass_stats, keep_ties,
-                              stats_from_sorted, z_value)
+                              stats_from_sorted, wsum, z_value)
 
 # %% auto #0
 __all__ = ['NORMS', 'calib_mse', 'Interval', 'calib_mse_interval', 'ece', 'ece_interval', 'smce', 'per_group_stats', 'gmce_table',
@@ -220,6 +220,6 @@ def brier(conf, correct=None, *, n_bins=None, bin_size=None, binning='equal_mass
     var_q = np.where(ne, st.sum_conf2 / np.maximum(st.n, 1), 0) - q ** 2
     cov_qy = np.where(ne, st.sum_conf_correct / np.maximum(st.n, 1), 0) - q * p
     ybar = st.sum_correct.sum() / st.total
-    return Brier(brier=st.brier(), calibration=float(w @ (q - p) ** 2), refinement=float(w @ (p * (1 - p))),
-                 within_bin=float(w @ (var_q - 2 * cov_qy)), resolution=float(w @ (p - ybar) ** 2),
+    return Brier(brier=st.brier(), calibration=float(wsum((q - p) ** 2, w)), refinement=float(wsum(p * (1 - p), w)),
+                 within_bin=float(wsum(var_q - 2 * cov_qy, w)), resolution=float(wsum((p - ybar) ** 2, w)),
                  uncertainty=float(ybar * (1 - ybar)))

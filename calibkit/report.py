@@ -7,25 +7,18 @@ from __future__ import annotations
 import ctypes, html, inspect, json, os, re, secrets, shutil, sys, warnings
 from dataclasses import dataclass, field
 from functools import cached_property
-from importlib.metadata import PackageNotFoundError, version as _dist_version
 from pathlib import Path
 import numpy as np, pandas as pd
-from .config import default
+from .config import calibkit_version, default
 from .events import as_pairs, check_choice, check_int
 from .binning import bin_stats, bin_table
 from .metrics import brier, calib_mse_interval, ece_interval
 
 # %% auto #0
-__all__ = ['BINNINGS', 'MARKER', 'calibkit_version', 'stage_stats', 'metric_rows', 'make_grouper', 'make_recalibrator',
-           'recalibrated', 'Report', 'calibration_report', 'report_charts', 'metrics_wide', 'report_html',
-           'OutputError', 'read_manifest', 'is_calibkit_folder', 'check_path', 'check_out', 'clean_stale',
-           'glob_escape', 'write_manifest', 'replace_folder']
-
-# %% ../nbs/60_report.ipynb #32afc5fa
-def calibkit_version() -> str:
-    "The installed calibkit version (from the distribution metadata), or 'unknown' when it is not installed."
-    try: return _dist_version('calibkit')
-    except PackageNotFoundError: return 'unknown'
+__all__ = ['BINNINGS', 'MARKER', 'stage_stats', 'metric_rows', 'make_grouper', 'make_recalibrator', 'recalibrated', 'Report',
+           'calibration_report', 'report_charts', 'metrics_wide', 'report_html', 'OutputError', 'read_manifest',
+           'is_calibkit_folder', 'check_path', 'check_out', 'clean_stale', 'glob_escape', 'write_manifest',
+           'replace_folder']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 BINNINGS = ('equal_mass', 'fixed_width')
@@ -226,13 +219,13 @@ def metrics_wide(m: pd.DataFrame) -> pd.DataFrame:
 # %% ../nbs/60_report.ipynb #42849170
 def report_html(r: Report) -> str:
     "The self-contained HTML page of a report: data, metrics, warnings, reliability, groups, bins, provenance."
-    from calibkit.charts import to_svg              # Altair is loaded only when a page is rendered
+    from calibkit.charts import font_css, to_svg    # Altair is loaded only when a page is rendered
     e = html.escape
     show = lambda v: f'{v:,}' if isinstance(v, (int, np.integer)) else (f'{v:.4g}' if isinstance(v, float) else str(v))
     summary = pd.DataFrame([{'quantity': k, 'value': show(v)} for k, v in r.summary.items()])
     binning = r.meta['binning'].replace('_', '-')
     parts = [f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(r.meta["title"])}</title>',
-             f'<style>{_CSS}</style></head><body><h1>{e(r.meta["title"])}</h1>',
+             f'<style>{font_css()}\n{_CSS}</style></head><body><h1>{e(r.meta["title"])}</h1>',
              '<h2>Data</h2>', _table(summary),
              f'<h2>Metrics</h2><p class="note">{e(binning)} bins ({r.meta["n_bins"]} used); intervals from per-bin Normal '
              f'resampling of bin accuracies ({r.meta["level"]:.0%}, {r.meta["n_samples"]} samples). An estimate below its '

@@ -50,7 +50,8 @@ def test_wheel_carries_the_data_and_the_licences_and_is_small(dist):
     assert data and data <= names, f'bundled data missing from the wheel: {sorted(data - names)[:10]}'
     lic = {n.split('/licenses/', 1)[1] for n in names if '.dist-info/licenses/' in n}
     assert {'LICENSE', 'calibkit/data/litbank/LICENSE', 'calibkit/data/ud_ewt/LICENSE.txt',
-            'calibkit/data/calibration_metric/LICENSE.txt', 'calibkit/data/twpos/README.txt'} <= lic
+            'calibkit/data/calibration_metric/LICENSE.txt', 'calibkit/data/twpos/README.txt', 'calibkit/fonts/LICENSE'} <= lic
+    assert {'calibkit/fonts/CalibkitSans-Regular.ttf', 'calibkit/fonts/CalibkitSans-Bold.ttf', 'calibkit/fonts/ranges.txt'} <= names
     assert not any(n.startswith('tests/') for n in names)
     assert wheel.stat().st_size < MAX_WHEEL_MB * 1e6, f'{wheel.stat().st_size / 1e6:.1f} MB'
 
@@ -91,6 +92,7 @@ def test_installed_wheel_runs_the_demo_without_the_checkout(wheel_venv, tmp_path
     sh(wheel_venv/'calibkit', 'demo', '--only', 'synthetic', '--out', tmp_path/'out', cwd=tmp_path)
     report = tmp_path/'out'/'synthetic'/'report.html'
     assert report.is_file() and '<svg' in report.read_text()
+    assert "@font-face{font-family:'Calibkit Sans'" in report.read_text()     # the installed package serves its font
 
 
 def test_python_m_calibkit_version(wheel_venv, tmp_path):
