@@ -3,7 +3,7 @@ import json, subprocess, sys
 import numpy as np, pandas as pd, pytest
 from hypothesis import given, settings as hsettings, strategies as st
 from calibkit.binning import equal_mass_bins, fixed_width_bins
-from calibkit.charts import CONF_TITLE, ACC_TITLE, reliability, reliability_grid, save_chart, study_curve
+from calibkit.charts import CONF_TITLE, ACC_TITLE, reliability, reliability_grid, save_chart, study_curve, chart_spec
 from calibkit.events import events
 from calibkit.metrics import calib_mse, calib_mse_interval
 from calibkit.studies import bin_size_study, sample_size_study, synthetic, true_accuracy
@@ -187,7 +187,7 @@ def test_save_chart_writes_both_files_and_overwrites(tmp_path, data):
     ch = reliability(*data)
     svg, spec = save_chart(ch, tmp_path/'a'/'b'/'rel')
     assert (svg.name, spec.name) == ('rel.svg', 'rel.vl.json')
-    assert svg.read_text().startswith('<svg') and json.loads(spec.read_text()) == ch.to_dict()
+    assert svg.read_text().startswith('<svg') and json.loads(spec.read_text()) == chart_spec(ch)
     save_chart(reliability(*data, conf_axis='y'), tmp_path/'a'/'b'/'rel')   # replaces in place, no leftovers
     assert sorted(p.name for p in (tmp_path/'a'/'b').iterdir()) == ['rel.svg', 'rel.vl.json']
     assert 'below the diagonal' in spec.read_text()
