@@ -4,19 +4,22 @@
 
 # %% ../nbs/62_cli.ipynb #2d282a78
 from __future__ import annotations
-import argparse, os, sys
+import argparse, contextlib, os, sys
 from pathlib import Path
 from .config import calibkit_version, default, progress, settings
+from .outdir import OutputError, claim
 
 # %% auto #0
 __all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_CANTCREAT', 'EXIT_CODES', 'FORMATS', 'CLIError',
-           'first_line', 'failing_as', 'int_flag', 'float_flag', 'param_flag', 'raw_output', 'load_input', 'read_stdin',
-           'cmd_report', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'Parser', 'parser', 'main']
+           'first_line', 'failing_as', 'output_error', 'int_flag', 'float_flag', 'param_flag', 'raw_output',
+           'load_input', 'read_stdin', 'cmd_report', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'Parser', 'parser',
+           'main']
 
 # %% ../nbs/62_cli.ipynb #52c6fcf9
 EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_CANTCREAT = 2, 65, 66, 69, 73
 EXIT_CODES = f"""exit status: 0 ok, {EX_USAGE} usage error (bad flag or value, unknown plugin), {EX_DATAERR} bad data,
-{EX_NOINPUT} missing input, {EX_UNAVAILABLE} missing optional dependency, {EX_CANTCREAT} output refused, 130 interrupted"""
+{EX_NOINPUT} missing input, {EX_UNAVAILABLE} missing optional dependency, {EX_CANTCREAT} output refused (or busy, or
+changed during the run), 130 interrupted"""
 
 class CLIError(Exception):
     "A command-line failure: `code` is the exit status, the message one line."
@@ -33,6 +36,12 @@ class failing_as:
     def __exit__(self, kind, e, tb):
         if kind is not None and issubclass(kind, (ValueError, TypeError)) and not isinstance(e, CLIError):
             raise CLIError(self.code, self.prefix + first_line(e)) from e
+
+# %% ../nbs/62_cli.ipynb #od62ex01
+def output_error(e: OutputError) -> CLIError:   # the library's refusal of an output folder
+    "The CLI's one line (exit 73) for a refused output folder: the library's reason, and the flags that change it."
+    hint = '; choose another --out or pass --force to replace it' if e.reason == 'exists' else ''
+    return CLIError(EX_CANTCREAT, first_line(e) + hint)
 
 # %% ../nbs/62_cli.ipynb #51a102f4
 def _number(text: str, kind):
@@ -120,12 +129,12 @@ def _plugin(kind: str, name, params):
     with failing_as(EX_USAGE): return make(name, **dict(params or []))
 
 def _out(args):
-    if args.json and not args.out: return None
+    "The claim on the report's output folder (`calibkit.outdir.claim`), or a null context with --json and no --out."
+    if args.json and not args.out: return contextlib.nullcontext()
     name = 'stdin' if args.input == '-' else Path(args.input).stem
     out = Path(args.out) if args.out else Path.cwd()/f'{name}-calibration'
-    from calibkit.report import OutputError, check_out
-    try: return check_out(out, force=args.force, inputs=[args.input, args.fit, args.counts])
-    except OutputError as e: raise CLIError(EX_CANTCREAT, first_line(e)) from None
+    from calibkit.report import REPORT_FILES
+    return claim(out, REPORT_FILES, force=args.force, inputs=[args.input, args.fit, args.counts])
 
 # %% ../nbs/62_cli.ipynb #93f8a911
 def cmd_report(args) -> int:
@@ -139,7 +148,6 @@ def cmd_report(args) -> int:
     if recal is not None and not args.fit:
         raise CLIError(EX_USAGE, f'--recalibrator {args.recalibrator} needs fit events (--fit): recalibrators are fitted '
                                  'on held-out data, never on the events they are judged on')
-    out = _out(args)
     steps = progress(total=3, desc='calibkit report', unit='step')
     with tempfile.TemporaryDirectory() as scratch:
         src = read_stdin(args.format, Path(scratch)) if args.input == '-' else args.input
@@ -152,20 +160,22 @@ def cmd_report(args) -> int:
             if args.input != '-': raise
             raise CLIError(e.code, str(e).replace(str(src), '<stdin>')) from e.__cause__
     steps.update()
-    with failing_as(EX_DATAERR):
-        rep = calibration_report(ev, fit=fit, counts=counts, grouper=grouper, n_groups=args.n_groups, recalibrator=recal,
-                                 n_bins=args.n_bins, bin_size=args.bin_size, binning=args.binning, level=args.level,
-                                 n_samples=args.n_samples, seed=args.seed, title=f'Calibration of {Path(args.input).name}',
-                                 meta=dict(command=args.command_line, input=str(args.input), extractor=args.extractor,
-                                           recalibrator_params=dict(args.param or []) or None,
-                                           grouper_params=dict(args.grouper_param or []) or None))
-    steps.update()
-    if out is not None:
-        from calibkit.report import OutputError
-        try: rep.save(out, force=args.force, inputs=[args.input, args.fit, args.counts])
-        except (OutputError, OSError) as e: raise CLIError(EX_CANTCREAT, f'{out}: {first_line(e)}') from None
+    with _out(args) as out:                            # claimed until written: another run on it is refused (73)
+        with failing_as(EX_DATAERR):
+            rep = calibration_report(ev, fit=fit, counts=counts, grouper=grouper, n_groups=args.n_groups,
+                                     recalibrator=recal, n_bins=args.n_bins, bin_size=args.bin_size,
+                                     binning=args.binning, level=args.level, n_samples=args.n_samples, seed=args.seed,
+                                     title=f'Calibration of {Path(args.input).name}',
+                                     meta=dict(command=args.command_line, input=str(args.input),
+                                               extractor=args.extractor,
+                                               recalibrator_params=dict(args.param or []) or None,
+                                               grouper_params=dict(args.grouper_param or []) or None))
+        steps.update()
+        if out is not None:
+            try: out.commit(rep.write_files)
+            except OSError as e: raise CLIError(EX_CANTCREAT, f'{out.path}: {first_line(e)}') from None
     steps.update(); steps.close()
-    print(rep.to_json() if args.json else out/'report.html', end='' if args.json else '\n', flush=True)
+    print(rep.to_json() if args.json else out.path/'report.html', end='' if args.json else '\n', flush=True)
     return 0
 
 # %% ../nbs/62_cli.ipynb #f65ed7c0
@@ -188,9 +198,7 @@ def cmd_plugins(args) -> int:
 
 def cmd_demo(args) -> int:
     from calibkit.demos import run_demos
-    from calibkit.report import OutputError
-    try: done = run_demos(Path(args.out), only=args.only.split(',') if args.only else None, force=args.force)
-    except OutputError as e: raise CLIError(EX_CANTCREAT, first_line(e)) from None
+    done = run_demos(Path(args.out), only=args.only.split(',') if args.only else None, force=args.force)
     for p in done: print(p, flush=True)
     return 0
 
@@ -282,6 +290,7 @@ def main(argv=None) -> int:
         return 130
     except Exception as e:
         if args.debug: raise
+        if isinstance(e, OutputError): e = output_error(e)
         code = e.code if isinstance(e, CLIError) else EX_UNAVAILABLE if isinstance(e, ImportError) \
             else EX_CANTCREAT if isinstance(e, OSError) else EX_DATAERR if isinstance(e, (ValueError, TypeError)) else 1
         print(f'calibkit: error: {first_line(e)}', file=sys.stderr)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 from .config import data_dir, default, progress
 from .events import events
-from .report import OutputError, calibration_report, check_path, is_calibkit_folder
+from .outdir import OutputError, check_path, locked, mismatch
+from .report import REPORT_FILES, calibration_report
 
 # %% auto #0
 __all__ = ['DEMOS', 'DEMO_MARKER', 'demo_synthetic', 'demo_twitter_pos', 'demo_coref', 'demo_sparse_tagsets', 'demo_seq2seq',
@@ -94,7 +95,7 @@ def calibkit_made(p: Path) -> bool:
     "Whether `p` is absent, a report folder calibkit wrote, or a real folder holding only such folders."
     p = Path(p)
     if not p.exists() and not p.is_symlink(): return True
-    if is_calibkit_folder(p): return True
+    if mismatch(p, REPORT_FILES) is None: return True
     return p.is_dir() and not p.is_symlink() and any(p.iterdir()) and all(calibkit_made(c) for c in p.iterdir())
 
 def _sha(p: Path) -> str: return hashlib.sha256(p.read_bytes()).hexdigest()
@@ -105,9 +106,9 @@ def _written_index(out: Path) -> set[str]:
 
 def check_demo_out(out, names, force: bool) -> Path:
     "`out` if the demos `names` may write there, else an OutputError naming what calibkit did not write."
-    out = check_path(out)
+    out = Path(out)
     if not out.exists(): return out
-    if not force: raise OutputError(f'{out} exists; choose another --out or pass --force to replace it')
+    if not force: raise OutputError(f'{out} exists', 'exists')
     for n in names:
         if not calibkit_made(out/n): raise OutputError(f'{out/n} holds files calibkit did not write: refusing to replace it')
     idx = out/'index.html'
@@ -146,10 +147,13 @@ def run_demos(out, *, only=None, force: bool = False) -> list[Path]:
     unknown = sorted(set(only or []) - set(DEMOS))
     if unknown: raise ValueError(f'unknown demo(s) {unknown}; known: {sorted(DEMOS)}')
     names = [n for n in DEMOS if only is None or n in only]
-    out = check_demo_out(out, names, force)
-    out.mkdir(parents=True, exist_ok=True)
-    done = []
-    for name in progress(names, desc='calibkit demo', unit='study'):
-        done += DEMOS[name](out)
-    write_index(out, done)
+    out = check_path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with locked(out):                                  # one demo run per folder at a time
+        check_demo_out(out, names, force)
+        out.mkdir(exist_ok=True)
+        done = []
+        for name in progress(names, desc='calibkit demo', unit='study'):
+            done += DEMOS[name](out)
+        write_index(out, done)
     return done

@@ -4,7 +4,7 @@
 
 # %% ../nbs/60_report.ipynb #cbd2f64f
 from __future__ import annotations
-import ctypes, html, inspect, json, os, re, secrets, shutil, sys, warnings
+import html, inspect, json, warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -13,12 +13,11 @@ from .config import calibkit_version, default
 from .events import as_pairs, check_choice, check_int
 from .binning import bin_stats, bin_table
 from .metrics import brier, calib_mse_interval, ece_interval
+from .outdir import MARKER, claim
 
 # %% auto #0
-__all__ = ['BINNINGS', 'MARKER', 'stage_stats', 'metric_rows', 'make_grouper', 'make_recalibrator', 'recalibrated', 'Report',
-           'calibration_report', 'report_charts', 'metrics_wide', 'report_html', 'OutputError', 'read_manifest',
-           'is_calibkit_folder', 'check_path', 'check_out', 'clean_stale', 'glob_escape', 'write_manifest',
-           'replace_folder']
+__all__ = ['BINNINGS', 'REPORT_FILES', 'stage_stats', 'metric_rows', 'make_grouper', 'make_recalibrator', 'recalibrated',
+           'Report', 'calibration_report', 'report_charts', 'metrics_wide', 'report_html']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 BINNINGS = ('equal_mass', 'fixed_width')
@@ -115,9 +114,8 @@ class Report:
     def to_html(self) -> str: return report_html(self)
 
     def save(self, out, *, force: bool = False, inputs=()) -> list[Path]:
-        "Write the report folder `out` (refusing anything calibkit did not write; atomic replacement under `force`)."
-        out = check_out(out, force=force, inputs=inputs)
-        replace_folder(out, self.write_files)
+        "Write the report folder `out` through `calibkit.outdir.claim` (with `force`, replace an untouched report)."
+        with claim(out, REPORT_FILES, force=force, inputs=inputs) as folder: out = folder.commit(self.write_files)
         return sorted(p for p in out.iterdir() if p.name != MARKER)
 
     def write_files(self, folder: Path):
@@ -240,115 +238,6 @@ def report_html(r: Report) -> str:
     return '\n'.join(parts)
 
 # %% ../nbs/60_report.ipynb #93f58721
-MARKER = '.calibkit-report.json'
-
-class OutputError(ValueError):
-    "An output path calibkit refuses to write or replace: the message says why, in one line."
-
-def read_manifest(folder: Path) -> dict | None:
-    "The manifest of a folder calibkit wrote, or None (no manifest, unreadable, or not calibkit's)."
-    try: m = json.loads((Path(folder)/MARKER).read_text(encoding='utf-8'))
-    except (OSError, ValueError): return None
-    return m if isinstance(m, dict) and m.get('writer') == 'calibkit' and isinstance(m.get('files'), list) else None
-
-def is_calibkit_folder(folder: Path) -> bool:
-    "Whether `folder` is a real folder (not a link) whose files are exactly those its calibkit manifest lists."
-    folder = Path(folder)
-    if folder.is_symlink() or not folder.is_dir(): return False
-    m = read_manifest(folder)
-    return m is not None and sorted(p.name for p in folder.iterdir() if p.name != MARKER) == sorted(m['files'])
-
-# %% ../nbs/60_report.ipynb #a4649b34
-def check_path(out, inputs=()) -> Path:
-    "`out` as a Path unless it is a link, a plain file, under a plain file, or holds one of `inputs` (OutputError)."
-    out = Path(out)
-    if out.is_symlink(): raise OutputError(f'{out} is a symbolic link: calibkit never writes through or replaces a link')
-    for p in [out, *out.parents]:
-        if p.exists() and not p.is_dir():
-            raise OutputError(f'{out} is a file, not a folder' if p == out else f'{out} is under {p}, which is a plain file')
-    o = out.resolve()
-    for p in (Path(i).resolve() for i in inputs if i is not None and str(i) != '-'):
-        if p == o or o in p.parents: raise OutputError(f'--out {out} would replace or contain the input {p}: choose another folder')
-    return out
-
-def check_out(out, *, force: bool = False, inputs=()) -> Path:
-    "`out` as a Path if calibkit may write (or, with `force`, replace) a report folder there, else an OutputError saying why."
-    out, o = Path(out), Path(out).resolve()
-    why = None if out.is_symlink() else ('the filesystem root' if o == Path(o.anchor) else 'your home folder'
-           if o == Path.home().resolve() else 'the working directory' if o == Path.cwd().resolve()
-           else 'a folder above the working directory' if o in Path.cwd().resolve().parents else None)
-    if why: raise OutputError(f'--out {out} is {why}: calibkit only replaces a report folder it wrote')
-    out = check_path(out, inputs)
-    if not out.exists(): return out
-    if not force: raise OutputError(f'{out} exists; choose another --out or pass --force to replace it')
-    if read_manifest(out) is None:
-        raise OutputError(f'{out} is not a report folder calibkit wrote (no {MARKER}): refusing to replace it')
-    if not is_calibkit_folder(out):
-        raise OutputError(f'{out} holds files calibkit did not write: refusing to replace it')
-    return out
-
-# %% ../nbs/60_report.ipynb #30ec7f8b
-_TEMP = re.compile(r'\.(?P<name>.+)\.calibkit-(tmp|old)-(?P<pid>\d+)-[0-9a-f]+')
-
-def _exchange(a: Path, b: Path) -> bool:
-    "Atomically exchange two paths (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."
-    if not sys.platform.startswith('linux'): return False
-    fn = getattr(ctypes.CDLL(None, use_errno=True), 'renameat2', None)
-    if fn is None: return False
-    AT_FDCWD, RENAME_EXCHANGE = -100, 2
-    if fn(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0: return True
-    err = ctypes.get_errno()
-    if err in (22, 38, 95): return False              # EINVAL, ENOSYS, EOPNOTSUPP: not supported here
-    raise OSError(err, os.strerror(err), str(b))
-
-def _alive(pid: int) -> bool:
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except PermissionError: return True
-    return pid != os.getpid()
-
-def clean_stale(out: Path) -> list[Path]:
-    "Remove temporary folders calibkit left beside `out` (name pattern and manifest, from a process no longer running)."
-    gone = []
-    for p in Path(out).parent.glob(f'.{glob_escape(Path(out).name)}.calibkit-*'):
-        m = _TEMP.fullmatch(p.name)
-        if not m or m['name'] != Path(out).name or p.is_symlink() or not p.is_dir() or _alive(int(m['pid'])): continue
-        if read_manifest(p) is not None: shutil.rmtree(p)
-        else:
-            try: p.rmdir()                             # killed before its manifest: only an empty folder is removed
-            except OSError: continue
-        gone.append(p)
-    return gone
-
-def glob_escape(name: str) -> str: return re.sub(r'([*?\[])', r'[\1]', name)
-
-# %% ../nbs/60_report.ipynb #fb70e615
-def _umask() -> int:
-    m = os.umask(0); os.umask(m)
-    return m
-
-def write_manifest(folder: Path, state: str = 'complete'):
-    "Write `folder`'s manifest (atomically) listing the files it holds now."
-    files = sorted(p.name for p in folder.iterdir() if p.name != MARKER and not p.name.startswith(f'{MARKER}.'))
-    tmp = folder/f'{MARKER}.{os.getpid()}.tmp'
-    tmp.write_text(json.dumps(dict(writer='calibkit', version=calibkit_version(), state=state, files=files), indent=1) + '\n')
-    os.replace(tmp, folder/MARKER)
-
-def replace_folder(out: Path, write) -> Path:
-    "Call `write(tmp)` on a fresh folder beside `out`, then put it at `out` atomically (the old folder, if any, is removed)."
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(out)
-    tmp = out.parent/f'.{out.name}.calibkit-tmp-{os.getpid()}-{secrets.token_hex(4)}'
-    tmp.mkdir(mode=0o777)                                # the user's umask applies (mkdtemp would give 0700)
-    try:
-        write_manifest(tmp, 'writing')                   # marks it as calibkit's from the start
-        write(tmp)
-        write_manifest(tmp)
-        if not out.exists(): os.rename(tmp, out)
-        elif not _exchange(tmp, out):                    # no atomic exchange here: move the old one aside first
-            old = out.parent/f'.{out.name}.calibkit-old-{os.getpid()}-{secrets.token_hex(4)}'
-            os.rename(out, old); os.rename(tmp, out); tmp = old
-    finally:
-        if tmp.exists() and not tmp.is_symlink(): shutil.rmtree(tmp)
-    return out
+REPORT_FILES = frozenset({'report.html', 'metrics.json', 'bins.csv', 'groups.csv'} |
+                         {f'{chart}_{stage}{ext}' for chart in ('reliability', 'groups')
+                          for stage in ('before', 'after') for ext in ('.svg', '.vl.json')})

@@ -15,11 +15,13 @@ def tree(d: Path) -> dict:
 
 
 def complete(out: Path) -> bool:
-    "A report folder whose manifest lists exactly its files, with a readable metrics.json."
+    "A report folder whose manifest lists exactly its files with their sha256, with a readable metrics.json."
     m = json.loads((out/MARKER).read_text())
     files = sorted(p.name for p in out.iterdir() if p.name != MARKER)
     json.loads((out/'metrics.json').read_text())
-    return m['writer'] == 'calibkit' and m['state'] == 'complete' and m['files'] == files and 'report.html' in files
+    return (m['writer'] == 'calibkit' and m['state'] == 'complete' and sorted(m['files']) == files
+            and 'report.html' in files and all(hashlib.sha256((out/n).read_bytes()).hexdigest() == h
+                                               for n, h in m['files'].items()))
 
 
 @pytest.fixture(scope='module')
@@ -97,16 +99,22 @@ def test_permissions_follow_the_umask_and_input_is_untouched(data, tmp_path):
 def test_stale_temp_folders_of_calibkit_are_cleaned_and_others_kept(data, tmp_path):
     out = tmp_path/'r'
     assert calibkit('report', data, '--out', out, '--n-samples', 20).returncode == 0
+    planned = dict.fromkeys(['bins.csv', 'metrics.json', 'report.html'])
     stale = tmp_path/'.r.calibkit-tmp-999999999-dead'          # a killed run's folder: pattern + manifest
     stale.mkdir()
-    (stale/MARKER).write_text(json.dumps(dict(writer='calibkit', state='writing', files=[])))
+    (stale/MARKER).write_text(json.dumps(dict(writer='calibkit', state='writing', files=planned)))
     (stale/'bins.csv').write_text('partial')
     lookalike = tmp_path/'.r.calibkit-tmp-999999998-beef'      # same pattern, no manifest, user content: kept
     lookalike.mkdir()
     (lookalike/'mine.txt').write_text('keep')
+    dl6 = tmp_path/'.r.calibkit-tmp-999999997-cafe'            # pattern + manifest, but a user file in it: kept
+    dl6.mkdir()
+    (dl6/MARKER).write_text(json.dumps(dict(writer='calibkit', state='writing', files=planned)))
+    (dl6/'notes.txt').write_text('keep too')
     assert calibkit('report', data, '--out', out, '--n-samples', 20, '--force').returncode == 0
     assert not stale.exists() and (lookalike/'mine.txt').read_text() == 'keep'
-    assert sorted(p.name for p in tmp_path.iterdir()) == ['.r.calibkit-tmp-999999998-beef', 'r']
+    assert (dl6/'notes.txt').read_text() == 'keep too'
+    assert sorted(p.name for p in tmp_path.iterdir()) == [dl6.name, lookalike.name, 'r']
 
 
 def test_demo_force_replaces_only_what_calibkit_wrote(tmp_path):
