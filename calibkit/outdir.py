@@ -177,6 +177,11 @@ def locked(out: Path):      # the output folder (its parent must exist)
         os.close(fd)
 
 # %% ../nbs/65_outdir.ipynb #od000028
+def glob_escape(name: str) -> str:   # a file name
+    "`name` with the glob wildcards `*`, `?` and `[` made literal (a folder may be called `r[1]*`)."
+    return re.sub(r'([*?\[])', r'[\1]', name)
+
+# %% ../nbs/65_outdir.ipynb #od000030
 _TEMP = re.compile(r'\.(?P<name>.+)\.calibkit-(tmp|old)-(?P<pid>\d+)-[0-9a-f]+')
 
 def _alive(pid: int) -> bool:
@@ -184,8 +189,6 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError: return False
     except PermissionError: return True
     return pid != os.getpid()
-
-def glob_escape(name: str) -> str: return re.sub(r'([*?\[])', r'[\1]', name)
 
 def clean_stale(out: Path,          # the output folder whose leftovers to look for
                 names: frozenset    # every file name the writer produces
@@ -203,7 +206,7 @@ def clean_stale(out: Path,          # the output folder whose leftovers to look 
         gone.append(p)
     return gone
 
-# %% ../nbs/65_outdir.ipynb #od000031
+# %% ../nbs/65_outdir.ipynb #od000033
 _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2           # linux/fs.h
 
 def _renameat2(a: Path, b: Path, flags: int) -> bool:
@@ -216,7 +219,7 @@ def _renameat2(a: Path, b: Path, flags: int) -> bool:
     if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP): return False     # not supported on this filesystem
     raise OSError(err, os.strerror(err), str(b))
 
-# %% ../nbs/65_outdir.ipynb #od000033
+# %% ../nbs/65_outdir.ipynb #od000035
 def _place(new: Path, out: Path) -> bool:
     "Rename `new` to `out` unless something is at `out` (atomic on Linux); False when something is."
     try:
@@ -232,7 +235,7 @@ def _exchange(a: Path, b: Path, aside: Path):
     if not _renameat2(a, b, _RENAME_EXCHANGE):
         os.rename(b, aside); os.rename(a, b); os.rename(aside, a)
 
-# %% ../nbs/65_outdir.ipynb #od000034
+# %% ../nbs/65_outdir.ipynb #od000036
 @dataclass
 class Claim:
     "A claimed output folder: `commit` writes the new folder beside it and swaps it in after re-verifying."
@@ -264,7 +267,7 @@ class Claim:
             if os.path.lexists(tmp) and (why := remove_own(tmp, names, unfinished=True)):
                 warnings.warn(f'{tmp} was left in place: {why}')
 
-# %% ../nbs/65_outdir.ipynb #od000035
+# %% ../nbs/65_outdir.ipynb #od000037
 @contextmanager
 def claim(out,                  # the output folder
           names: frozenset,     # every file name the writer produces
@@ -273,10 +276,16 @@ def claim(out,                  # the output folder
          ):
     "Claim `out` for one run: checked once, locked until the block ends; yields the `Claim` whose `commit` writes it."
     out = check_out(out, inputs)
+    made = [p for p in out.parents if not p.exists()]  # the folders above it calibkit creates, deepest first
     out.parent.mkdir(parents=True, exist_ok=True)
-    with locked(out):
-        clean_stale(out, names)
-        existed = os.path.lexists(out)
-        if existed and not force: raise OutputError(f'{out} exists', 'exists')
-        if existed and (why := mismatch(out, names)): raise OutputError(f'{why}: refusing to replace it')
-        yield Claim(out, frozenset(names), existed)
+    try:
+        with locked(out):
+            clean_stale(out, names)
+            existed = os.path.lexists(out)
+            if existed and not force: raise OutputError(f'{out} exists', 'exists')
+            if existed and (why := mismatch(out, names)): raise OutputError(f'{why}: refusing to replace it')
+            yield Claim(out, frozenset(names), existed)
+    finally:
+        for p in made if not os.path.lexists(out) else []:   # nothing written: remove what calibkit made, if empty
+            try: p.rmdir()
+            except OSError: break

@@ -310,3 +310,10 @@ def test_two_cli_runs_on_one_out_one_wins_the_other_exits_73_with_one_line(data,
     assert err.count('\n') == 1 and err.startswith('calibkit: error: '), err
     assert 'is being written by another calibkit run' in err or 'exists; choose another --out or pass --force' in err
     assert own(out) and hidden(tmp_path) == []
+
+
+def test_a_run_failing_after_the_claim_leaves_nothing_behind(data, tmp_path, capsys):
+    "The analysis fails (a grouper on events without labels) after --out was claimed: no folder, no lock, exit 65."
+    code, err = run(data, tmp_path/'new'/'sub'/'R', '--grouper', 'tfg', capsys=capsys)
+    assert code == 65 and 'needs a label column' in err and err.count('\n') == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
