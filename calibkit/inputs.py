@@ -288,7 +288,7 @@ def read_counts(path) -> pd.Series:
             d = json.loads(text, object_pairs_hook=_object, parse_float=str, parse_int=str, parse_constant=str)
             if not isinstance(d, dict): raise InputError(f'{where}: expected a JSON object tag -> count')
             s = pd.Series(d, dtype=object)
-            kind = s.map(lambda v: 'a number' if isinstance(v, str) else json.dumps(v) if isinstance(v, bool) else type(v).__name__)
+            kind = s.map(lambda v: 'a number' if isinstance(v, str) else json.dumps(v) if v is None or isinstance(v, bool) else type(v).__name__)
             s[kind != 'a number'] = kind[kind != 'a number']    # true, null, list, dict: not counts (reported below)
         else:
             df = pd.read_csv(io.StringIO(text), header=None, dtype=str, keep_default_na=False)
