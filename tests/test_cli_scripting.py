@@ -89,7 +89,7 @@ def test_python_m_and_quiet_anywhere(data, tmp_path):
     ('--n-bins', '0', '--n-bins must be an integer >= 1'),
     ('--n-bins', 'ten', "'ten' is not an integer"),
     ('--level', '1', '--level must be a finite number in (0, 1)'),
-    ('--n-samples', '1', '--n-samples must be an integer >= 2'),
+    ('--n-samples', '1', '--n-samples must be an integer in [2, 10000]'),
     ('--param', 'n_bins', 'expected NAME=VALUE'),
 ])
 def test_bad_flag_values_are_one_usage_line(data, tmp_path, flag, value, expected):
