@@ -187,3 +187,15 @@ def test_plugin_failures_name_the_plugin_and_its_distribution(data, tmp_path, ho
     r = calibkit('report', data/'test.csv', '--json', '--fit', data/'test.csv', '--recalibrator', 'odd', '--param', f'how="{how}"',
                  env=plugin_dist(tmp_path, RECAL))
     assert one_line(r, 70) == f"recalibrator 'odd' from calibkit plugin 'odd' (distribution 'odd-plugin'): {says}"
+
+
+def test_huge_fixed_width_n_bins_allocates_nothing_big(data):
+    "Resources: peak RSS of the whole command stays far below the 1.7 GB it reached."
+    import subprocess, sys
+    from clidata import ENV, EXE
+    probe = (f'import resource, subprocess, sys; r = subprocess.run([{EXE!r}, "report", {str(data/"test.csv")!r}, "--json", '
+             f'"--binning", "fixed_width", "--n-bins", "10000000"], capture_output=True, text=True); '
+             f'print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.stderr.strip())')
+    code, kb, err = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, env=ENV).stdout.split(' ', 2)
+    assert code == '65' and 'n_bins must be an integer in [1, 10000]' in err
+    assert int(kb) < 400_000, kb                                           # KiB: below 400 MB
