@@ -79,7 +79,7 @@ def _is_top_logits(path: Path) -> bool:
     try:
         with open(path, encoding='utf-8-sig') as f: first = next((l for l in f if l.strip()), '')
         return isinstance(rec := json.loads(first), dict) and 'top_logits' in rec
-    except (OSError, ValueError, UnicodeDecodeError): return False
+    except (OSError, ValueError, RecursionError): return False   # the readers name what is wrong
 
 def raw_output(path: Path):
     "A raw model output for an extractor: an `.npz` as a dict of arrays, a `.jsonl`/`.logits` file as a list of records (the event readers' parsers)."
@@ -333,10 +333,10 @@ def main(argv=None) -> int:
         return 130
     except Exception as e:
         if args.debug: raise
+        from calibkit.plugins import PluginError
         code = e.code if isinstance(e, CLIError) else EX_UNAVAILABLE if isinstance(e, ImportError) \
             else EX_CANTCREAT if isinstance(e, OSError) else EX_DATAERR if isinstance(e, (ValueError, TypeError)) else EX_SOFTWARE
-        from calibkit.plugins import PluginError
-        known = isinstance(e, (CLIError, PluginError, ImportError, OSError, ValueError, TypeError))
-        print(f'calibkit: error: {first_line(e) if known else f"{type(e).__name__}: {first_line(e)} (a calibkit bug: rerun with --debug and report it)"}',
-              file=sys.stderr)
+        said = isinstance(e, (CLIError, PluginError, ImportError, OSError, ValueError, TypeError))   # messages meant for users
+        text = first_line(e) if said else f'{type(e).__name__}: {first_line(e)} (a calibkit bug: rerun with --debug, report it)'
+        print(f'calibkit: error: {text}', file=sys.stderr)
         return code

@@ -157,7 +157,7 @@ def test_plugin_printing_at_import_keeps_stdout_json(data, tmp_path):
         @hookimpl
         def register_groupers(register): print("registering")
     ''')
-    r = calibkit('report', data/'test.csv', '--json', env=env)
+    r = calibkit('report', data/'test.csv', '--json', '--grouper', 'shared', env=env)     # a plugin lookup loads them
     assert r.returncode == 0, r.stderr
     json.loads(r.stdout)                                              # nothing but the JSON
     assert 'hello from odd' in r.stderr and 'raw hello' in r.stderr and 'registering' in r.stderr
