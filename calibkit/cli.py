@@ -49,7 +49,7 @@ def int_flag(name: str, lo: int, hi: int | None = None, why: str = ''):
         except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
     return parse
 
-MAX_SAMPLES = 10_000      # --n-samples: intervals hold n_samples × bins floats; 1,000 resamples already give stable intervals
+MAX_SAMPLES = 10_000      # --n-samples: intervals hold n_samples × bins floats; 1,000 resamples give stable intervals
 
 def float_flag(name: str, lo: float, hi: float, **open_ends):
     "An argparse type: a finite number in the range, checked by `check_float` naming the flag."
@@ -65,7 +65,8 @@ def param_flag(text: str) -> tuple[str, object]:
     import json
     key, sep, value = text.partition('=')
     if not sep or not key.isidentifier(): raise argparse.ArgumentTypeError(f'expected NAME=VALUE, got {text!r}')
-    def refuse(word): raise argparse.ArgumentTypeError(f'{text!r}: {word} is not a value a plugin can use (JSON has no NaN)')
+    def refuse(word):
+        raise argparse.ArgumentTypeError(f'{text!r}: {word} is not a value a plugin can use (JSON has no NaN)')
     try: v = json.loads(value, parse_constant=refuse)
     except ValueError: return key, value
     return key, v if v is None or isinstance(v, (bool, int, float, str)) else value
@@ -120,7 +121,7 @@ def read_stdin(fmt: str | None, folder: Path) -> Path:
 
 # %% ../nbs/62_cli.ipynb #e053c9d9
 def _plugin(kind: str, name, params):
-    "The plugin instance `name` built with `params` (K=V pairs): an unknown name is a usage error (2), a parameter it refuses bad data (65)."
+    "The plugin instance `name` built with `params` (K=V pairs): an unknown name exits 2, a refused parameter 65."
     if name is None:
         if params: raise CLIError(EX_USAGE, f'--{kind}-param needs --{kind}')
         return None
@@ -133,7 +134,8 @@ def _plugin(kind: str, name, params):
 def _check_flags(args) -> None:
     "Usage errors (2) for flags that configure nothing: plugin parameters, counts or groups without their plugin."
     if args.format and args.input != '-': raise CLIError(EX_USAGE, '--format applies to standard input (-) only')
-    if args.param and args.recalibrator in (None, 'none'): raise CLIError(EX_USAGE, '--param needs --recalibrator (not none)')
+    if args.param and args.recalibrator in (None, 'none'):
+        raise CLIError(EX_USAGE, '--param needs --recalibrator (not none)')
     if args.grouper is None:
         for flag, value in (('--counts', args.counts), ('--n-groups', args.n_groups)):
             if value is not None: raise CLIError(EX_USAGE, f'{flag} needs --grouper: it configures the grouping')
@@ -142,7 +144,7 @@ def _check_flags(args) -> None:
                                  'on held-out data, never on the events they are judged on')
 
 def _check_inputs(args) -> None:
-    "Exit 66 for an input, --fit or --counts file that is missing or not a regular file: before the output folder is looked at."
+    "Exit 66 for an input, --fit or --counts file that is missing or not a regular file (before the output folder)."
     from calibkit.inputs import NoInputError, check_file
     for p in (args.input, args.fit, args.counts):
         if p is not None and p != '-':
@@ -157,9 +159,9 @@ def _check_chartable(args, ev) -> None:
     n = ev['label'].value_counts().to_numpy()
     per = -(-n // args.bin_size) if args.bin_size else np.minimum(n, default('n_bins', args.n_bins))
     if per.sum() > MAX_ROWS:
-        raise CLIError(EX_DATAERR, f'--grouper per_class: {len(n)} labels need about {per.sum()} bins in the per-class charts, '
-                                   f'more than a chart holds ({MAX_ROWS}); group rare labels (--grouper tfg --n-groups K) '
-                                   'or use fewer bins')
+        raise CLIError(EX_DATAERR, f'--grouper per_class: {len(n)} labels need about {per.sum()} bins in the per-class '
+                                   f'charts, more than a chart holds ({MAX_ROWS}); group rare labels (--grouper tfg '
+                                   '--n-groups K) or use fewer bins')
 
 def _out(args):
     if args.json and not args.out: return None
@@ -291,7 +293,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument('--bin-size', type=int_flag('--bin-size', 1), help='events per equal-mass bin')
     r.add_argument('--binning', choices=['equal_mass', 'fixed_width'], default='equal_mass', help='bins (default equal_mass)')
     r.add_argument('--level', type=float_flag('--level', 0, 1, lo_open=True, hi_open=True), help=f'interval level (default {s.ci_level})')
-    r.add_argument('--n-samples', type=int_flag('--n-samples', 2, MAX_SAMPLES, ' (each resample keeps one number per bin)'),
+    n_samples = int_flag('--n-samples', 2, MAX_SAMPLES, ' (each resample keeps one number per bin)')
+    r.add_argument('--n-samples', type=n_samples,
                    help=f'resamples for intervals (default {s.ci_samples}, at most {MAX_SAMPLES:,})')
     r.add_argument('--seed', type=int_flag('--seed', 0), help=f'random seed (default {s.seed})')
     r.add_argument('--out', help='output folder (default: <input name>-calibration; with --json: none)')
@@ -335,8 +338,9 @@ def main(argv=None) -> int:
         if args.debug: raise
         from calibkit.plugins import PluginError
         code = e.code if isinstance(e, CLIError) else EX_UNAVAILABLE if isinstance(e, ImportError) \
-            else EX_CANTCREAT if isinstance(e, OSError) else EX_DATAERR if isinstance(e, (ValueError, TypeError)) else EX_SOFTWARE
-        said = isinstance(e, (CLIError, PluginError, ImportError, OSError, ValueError, TypeError))   # messages meant for users
-        text = first_line(e) if said else f'{type(e).__name__}: {first_line(e)} (a calibkit bug: rerun with --debug, report it)'
+            else EX_CANTCREAT if isinstance(e, OSError) else EX_DATAERR if isinstance(e, (ValueError, TypeError)) \
+            else EX_SOFTWARE
+        said = isinstance(e, (CLIError, PluginError, ImportError, OSError, ValueError, TypeError))   # meant for users
+        text = first_line(e) if said else f'{type(e).__name__}: {first_line(e)} (a calibkit bug: rerun with --debug)'
         print(f'calibkit: error: {text}', file=sys.stderr)
         return code

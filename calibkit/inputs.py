@@ -26,13 +26,13 @@ EVENT_SUFFIXES = {'.csv': 'csv', '.tsv': 'csv', '.parquet': 'parquet', '.pq': 'p
 TEXT_COLUMNS = ('label', 'item')   # read as the exact text in the file, never as numbers or missing values
 
 def show_path(path) -> str:
-    "A file name as messages show it: as is, or quoted like a Python string when it holds a control character (a newline)."
+    "A file name as messages show it: as is, or quoted like a Python string if it holds a control character."
     s = str(path)
     return repr(s) if any(ord(ch) < 32 or ord(ch) == 127 for ch in s) else s
 
 # %% ../nbs/61_inputs.ipynb #d0d91f4e
 def check_file(path) -> Path:
-    "`path` as a `Path` when it names a regular file; else a `NoInputError` saying what is there (nothing, a folder, a FIFO, a device)."
+    "`path` as a `Path` if it names a regular file; else a `NoInputError` saying what is there (a folder, a FIFO...)."
     path = Path(path)
     try: mode = path.stat().st_mode
     except FileNotFoundError: raise NoInputError(f'{show_path(path)}: no such file') from None
@@ -56,7 +56,8 @@ def read_text(path) -> str:
 
 # %% ../nbs/61_inputs.ipynb #e40ccce6
 def _text_rows(path: Path, kind: str):
-    "(first line, fields) of each row of a CSV/TSV (header included) or each line of a JSON Lines file, blank lines skipped as the readers skip them. Used only to locate an error: a Python loop over the file."
+    """(first line, fields) of each CSV/TSV row (header included) or JSON Lines line, blank lines skipped as the
+    readers skip them. Only to locate an error: a Python loop over the file."""
     if kind == 'jsonl':
         with open(path, encoding='utf-8-sig', newline='\n') as f:
             yield from ((i, [line]) for i, line in enumerate(f, 1) if line.strip())
@@ -68,7 +69,7 @@ def _text_rows(path: Path, kind: str):
             if row and not (len(row) == 1 and not row[0].strip()): yield start, row
 
 def _where(path, kind: str, idx: int) -> str:
-    "Where data row `idx` of an events file is: its true line (blank lines and multi-line fields counted), or Parquet's row."
+    "Where data row `idx` of an events file is: its true line (blank lines, multi-line fields counted), or its row."
     if kind != 'parquet':
         try:
             rows = _text_rows(Path(path), kind)
@@ -89,7 +90,8 @@ def _first_bad(path, kind, col, mask, series, what) -> InputError:
                       f'{what}' + (f' ({len(bad)} such values in all)' if len(bad) > 1 else ''))
 
 def _as_text(s: pd.Series, path, kind, col) -> pd.Series:
-    "Column `col` as text: strings unchanged (JSON numbers arrive as their JSON text), Parquet numbers by Python's `str`, `bytes` decoded as UTF-8; null, objects, arrays and other bytes refused."
+    """Column `col` as text: strings unchanged (JSON numbers arrive as their JSON text), Parquet numbers by Python's
+    `str`, `bytes` decoded as UTF-8; null, objects, arrays and bytes that are not UTF-8 refused."""
     miss = s.isna()
     if miss.any(): raise _first_bad(path, kind, col, miss, s, 'is missing (null): every label and item needs a value')
     if pd.api.types.infer_dtype(s, skipna=False) == 'string': return s.astype(str)
@@ -147,7 +149,7 @@ def _utf8_error(path: Path) -> InputError:
     return InputError(f'{show_path(path)}: not UTF-8 text')
 
 def _extra_fields(path: Path, header: list, cause: Exception) -> InputError:
-    "The first row with more fields than the header, named by its true line (pandas would shift the columns or count lines its own way)."
+    "The first row with more fields than the header, named by its true line (pandas would shift the columns)."
     rows = _text_rows(path, 'csv')
     next(rows, None)
     bad = next(((line, len(r)) for line, r in rows if len(r) > len(header)), None)
@@ -156,12 +158,12 @@ def _extra_fields(path: Path, header: list, cause: Exception) -> InputError:
                       f'({",".join(header)}); a field holding the separator must be quoted')
 
 def _read_csv(path: Path) -> pd.DataFrame:
-    "A CSV/TSV events file read by pandas straight from disk (no copy of its text), its header checked by the `csv` module."
+    "A CSV/TSV events file read by pandas straight from disk (no copy of its text), its header read by `csv`."
     try:
         header = next((r for _, r in _text_rows(path, 'csv')), [])
         _check_unique(path, header, 'line 1: ')
         with warnings.catch_warnings():
-            warnings.simplefilter('error', pd.errors.ParserWarning)     # index_col=False warns when a row has extra fields
+            warnings.simplefilter('error', pd.errors.ParserWarning)     # index_col=False warns of extra fields
             return pd.read_csv(path, sep='\t' if path.suffix.lower() == '.tsv' else ',', index_col=False,
                                encoding='utf-8-sig', dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False,
                                na_values={c: _NA_TEXT for c in header if c not in TEXT_COLUMNS})
@@ -179,7 +181,8 @@ def _object(pairs: list) -> dict:
     return d
 
 def jsonl_records(path: Path, text: str, *, numbers_as_text: bool = False) -> list[dict]:
-    "The objects of JSON Lines `text` (duplicate keys refused; numbers as their JSON text if `numbers_as_text`): one C-level parse of the whole file; line by line only to skip blank lines or name an error."
+    """The objects of JSON Lines `text` (duplicate keys refused; numbers as their JSON text if `numbers_as_text`):
+    one C-level parse of the whole file; line by line only to skip blank lines or name an error."""
     opts = dict(object_pairs_hook=_object)
     if numbers_as_text: opts.update(parse_int=str, parse_float=str)
     try:
@@ -205,14 +208,16 @@ def jsonl_records(path: Path, text: str, *, numbers_as_text: bool = False) -> li
     return recs
 
 def _read_jsonl(path: Path) -> pd.DataFrame:
-    "A JSON Lines events file; labels and items that are JSON numbers are read again as the text written (`1e2`, `1.0`)."
+    "A JSON Lines events file; labels and items that are JSON numbers are read again as the text written (`1e2`)."
     text = read_text(path)
     if text.lstrip().startswith('['): raise InputError(f'{show_path(path)}: a JSON array; {_JSONL_HINT}')
     df = pd.DataFrame(jsonl_records(path, text))
     nested = [c for c in ('conf', 'correct') if c in df.columns and df[c].dtype == object and df[c].map(type).isin([list, dict]).any()]
     if nested: raise InputError(f'{show_path(path)}: column-oriented JSON ({nested[0]!r} holds a list); {_JSONL_HINT}')
-    numeric = [c for c in TEXT_COLUMNS if c in df.columns and pd.api.types.infer_dtype(df[c], skipna=True) not in ('string', 'empty')]
-    if numeric: df[numeric] = pd.DataFrame(jsonl_records(path, text, numbers_as_text=True), columns=numeric, index=df.index)
+    kinds = {c: pd.api.types.infer_dtype(df[c], skipna=True) for c in TEXT_COLUMNS if c in df.columns}
+    numeric = [c for c, k in kinds.items() if k not in ('string', 'empty')]
+    if numeric:
+        df[numeric] = pd.DataFrame(jsonl_records(path, text, numbers_as_text=True), columns=numeric, index=df.index)
     return df
 
 def _read_parquet(path: Path) -> pd.DataFrame:
@@ -288,7 +293,8 @@ def read_counts(path) -> pd.Series:
             d = json.loads(text, object_pairs_hook=_object, parse_float=str, parse_int=str, parse_constant=str)
             if not isinstance(d, dict): raise InputError(f'{where}: expected a JSON object tag -> count')
             s = pd.Series(d, dtype=object)
-            kind = s.map(lambda v: 'a number' if isinstance(v, str) else json.dumps(v) if v is None or isinstance(v, bool) else type(v).__name__)
+            kind = s.map(lambda v: 'a number' if isinstance(v, str)
+                         else json.dumps(v) if v is None or isinstance(v, bool) else type(v).__name__)
             s[kind != 'a number'] = kind[kind != 'a number']    # true, null, list, dict: not counts (reported below)
         else:
             df = pd.read_csv(io.StringIO(text), header=None, dtype=str, keep_default_na=False)

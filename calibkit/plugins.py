@@ -91,7 +91,7 @@ def _skip(plugin: str, dist: str | None, e: BaseException) -> None:
 # %% ../nbs/10_plugins.ipynb #f004a121
 @contextlib.contextmanager
 def _stdout_to_stderr():
-    "Send what runs inside to standard error, at the Python and the file-descriptor level: a plugin's prints never reach stdout."
+    "Send what runs inside to standard error, at the Python and the file-descriptor level: prints never reach stdout."
     sys.stdout.flush()
     try: saved = os.dup(1)
     except OSError: saved = None                       # no descriptor 1 (a closed stdout): Python-level only
@@ -288,12 +288,14 @@ def _guarded_method(where: str, name: str, method):
     return functools.wraps(method)(call)
 
 def guard(kind: str, obj):
-    "`obj` (an instance of a registered `kind` class) made to name its plugin and distribution when a method raises or returns NaN; calibkit's own classes are returned as they are."
+    """`obj` (an instance of a registered `kind` class) made to name its plugin and distribution when a method raises
+    or returns NaN; instances of calibkit's own classes are returned as they are."""
     r = next((r for r in registry()[kind].values() if r.cls is type(obj)), None)
     if r is None or r.distribution == 'calibkit': return obj
     where = f'{kind} {r.name!r} from calibkit {_where(r.plugin)}'
     ns = {m: _guarded_method(where, m, getattr(r.cls, m)) for m in _GUARDED[kind] if callable(getattr(r.cls, m, None))}
-    obj.__class__ = type(r.cls.__name__, (r.cls,), dict(ns, __module__=r.cls.__module__, __qualname__=r.cls.__qualname__))
+    same = dict(__module__=r.cls.__module__, __qualname__=r.cls.__qualname__)
+    obj.__class__ = type(r.cls.__name__, (r.cls,), ns | same)
     return obj
 
 # %% ../nbs/10_plugins.ipynb #5b91ca96

@@ -215,8 +215,8 @@ class BetaCalibration(Recalibrator):
 
     def _fit(self, c, y):
         x, t = _beta_features(c), y.astype(np.float64)
-        keep = [0, 1]                                    # the features still in the model: 0 is ln q (a), 1 is −ln(1 − q) (b)
-        while True:                                      # as betacal: a negative coefficient drops its feature (ln q first)
+        keep = [0, 1]                                    # features in the model: 0 is ln q (a), 1 is −ln(1 − q) (b)
+        while True:                                      # as betacal: a negative coefficient drops its feature
             th = logistic_fit(x[:, keep], t, start=[1.0] * len(keep) + [0.0]) if keep else np.r_[_logit(t.mean(), 0)]
             neg = [k for k, w in zip(keep, th[:-1]) if w < 0]
             if not neg: break
