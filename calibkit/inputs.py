@@ -94,6 +94,7 @@ def _as_text(s: pd.Series, path, kind, col) -> pd.Series:
     `str`, `bytes` decoded as UTF-8; null, objects, arrays and bytes that are not UTF-8 refused."""
     miss = s.isna()
     if miss.any(): raise _first_bad(path, kind, col, miss, s, 'is missing (null): every label and item needs a value')
+    if isinstance(s.dtype, pd.StringDtype): return s     # pandas' string dtype: no object copy of 10⁷ strings
     if pd.api.types.infer_dtype(s, skipna=False) == 'string': return s.astype(str)
     nested = s.map(lambda v: isinstance(v, (dict, list, np.ndarray)))
     if nested.any(): raise _first_bad(path, kind, col, nested, s, 'is an object or array; labels and items are text')
@@ -123,7 +124,7 @@ def _check_frame(df: pd.DataFrame, path, kind) -> pd.DataFrame:
     c = df['conf']
     isbool = c.map(type).eq(bool) if c.dtype == object else pd.Series(pd.api.types.is_bool_dtype(c), c.index)
     if isbool.any(): raise _first_bad(path, kind, 'conf', isbool, c, 'is a boolean; conf must be a probability in [0, 1]')
-    conf = pd.to_numeric(df['conf'], errors='coerce')
+    conf = c if pd.api.types.is_float_dtype(c.dtype) else pd.to_numeric(c, errors='coerce')   # floats as read: no copy
     if conf.isna().any():
         blank = df['conf'].isna()
         if blank.any(): raise _first_bad(path, kind, 'conf', blank, df['conf'], 'is missing (NaN or empty)')
@@ -133,8 +134,8 @@ def _check_frame(df: pd.DataFrame, path, kind) -> pd.DataFrame:
     corr = df['correct']
     if not (pd.api.types.is_numeric_dtype(corr) or pd.api.types.is_bool_dtype(corr)):   # text: true/false words
         corr = corr.map(lambda v: {'true': 1, 'false': 0}.get(str(v).strip().lower(), v))
-    num = pd.to_numeric(corr, errors='coerce')
-    bad = ~num.isin([0, 1])
+    num = corr if pd.api.types.is_numeric_dtype(corr.dtype) else pd.to_numeric(corr, errors='coerce')
+    bad = ~(num.eq(0) | num.eq(1))                        # two comparisons: no hash table of 10⁷ values (isin)
     if bad.any(): raise _first_bad(path, kind, 'correct', bad, df['correct'], 'is not 0/1 or true/false')
     text = {c: _as_text(df[c], path, kind, c) for c in TEXT_COLUMNS if c in df.columns}
     return df.assign(conf=conf.astype(np.float64), correct=num.astype(np.uint8), **text)
