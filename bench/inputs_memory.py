@@ -33,7 +33,10 @@ def write_csv(path: Path, rows: int, seed: int = 0) -> None:
 
 
 def peak_kib(read: str, path: Path) -> tuple[int, int]:
-    r = subprocess.run([sys.executable, '-c', PROBE.format(read=read), str(path)], capture_output=True, text=True, check=True)
+    """Rows read and peak RSS (KiB) of a fresh interpreter running `read`, in the file's folder: the current folder
+    cannot shadow the calibkit on PYTHONPATH (`python -c` puts it first on sys.path)."""
+    r = subprocess.run([sys.executable, '-c', PROBE.format(read=read), str(path)], capture_output=True, text=True, check=True,
+                       cwd=path.parent)
     n, kib = map(int, r.stdout.split())
     return n, kib
 
@@ -51,7 +54,8 @@ def main() -> int:
         size = path.stat().st_size
     base = got['pandas.read_csv'][1]
     out = {name: dict(rows=n, peak_rss_mb=round(kib / 1024), ratio=round(kib / base, 2)) for name, (n, kib) in got.items()}
-    print(json.dumps(dict(file_mb=round(size / 2**20), readers=out), indent=1))
+    import calibkit
+    print(json.dumps(dict(calibkit=str(Path(calibkit.__file__).parent), file_mb=round(size / 2**20), readers=out), indent=1))
     assert all(v['rows'] == rows for v in out.values())
     return 0 if out['calibkit read_events']['ratio'] <= TARGET else 1
 
