@@ -139,6 +139,8 @@ def _check_flags(args) -> None:
     if args.grouper is None:
         for flag, value in (('--counts', args.counts), ('--n-groups', args.n_groups)):
             if value is not None: raise CLIError(EX_USAGE, f'{flag} needs --grouper: it configures the grouping')
+    if args.fit and args.recalibrator in (None, 'none') and args.grouper is None:
+        raise CLIError(EX_USAGE, '--fit needs --recalibrator or --grouper: it is what they are fitted on')
     if args.recalibrator not in (None, 'none') and not args.fit:
         raise CLIError(EX_USAGE, f'--recalibrator {args.recalibrator} needs fit events (--fit): recalibrators are fitted '
                                  'on held-out data, never on the events they are judged on')
