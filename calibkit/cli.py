@@ -41,7 +41,11 @@ def _number(text: str, kind):
     try: return kind(text)
     except ValueError: raise argparse.ArgumentTypeError(f'{text!r} is not {"an integer" if kind is int else "a number"}') from None
 
-def int_flag(name: str, lo: int, hi: int | None = None, why: str = ''):
+def int_flag(name: str,  # the flag, named in the message
+             lo: int,  # the smallest value accepted
+             hi: int | None = None,  # the largest value accepted (None: no bound)
+             why: str = '',  # why the bound, appended to the message
+             ):
     "An argparse type: an integer in [`lo`, `hi`], checked by `check_int` naming the flag (`why` explains the bound)."
     def parse(text):
         from calibkit.events import check_int

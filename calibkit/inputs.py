@@ -25,13 +25,15 @@ EVENT_SUFFIXES = {'.csv': 'csv', '.tsv': 'csv', '.parquet': 'parquet', '.pq': 'p
                   '.jsonl': 'jsonl', '.json': 'jsonl', '.ndjson': 'jsonl'}
 TEXT_COLUMNS = ('label', 'item')   # read as the exact text in the file, never as numbers or missing values
 
-def show_path(path) -> str:
+def show_path(path,  # a file name, str or Path
+              ) -> str:
     "A file name as messages show it: as is, or quoted like a Python string if it holds a control character."
     s = str(path)
     return repr(s) if any(ord(ch) < 32 or ord(ch) == 127 for ch in s) else s
 
 # %% ../nbs/61_inputs.ipynb #d0d91f4e
-def check_file(path) -> Path:
+def check_file(path,  # the name of an input file
+               ) -> Path:
     "`path` as a `Path` if it names a regular file; else a `NoInputError` saying what is there (a folder, a FIFO...)."
     path = Path(path)
     try: mode = path.stat().st_mode
@@ -181,7 +183,10 @@ def _object(pairs: list) -> dict:
         raise ValueError(f'key {next(k for k in keys if keys.count(k) > 1)!r} appears twice in one object')
     return d
 
-def jsonl_records(path: Path, text: str, *, numbers_as_text: bool = False) -> list[dict]:
+def jsonl_records(path: Path,  # the file `text` came from (named in errors)
+                  text: str,  # the file's text
+                  *, numbers_as_text: bool = False,  # JSON numbers as the text written (`1e2` → '1e2'), not floats
+                  ) -> list[dict]:
     """The objects of JSON Lines `text` (duplicate keys refused; numbers as their JSON text if `numbers_as_text`):
     one C-level parse of the whole file; line by line only to skip blank lines or name an error."""
     opts = dict(object_pairs_hook=_object)

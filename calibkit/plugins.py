@@ -287,7 +287,9 @@ def _guarded_method(where: str, name: str, method):
         return out
     return functools.wraps(method)(call)
 
-def guard(kind: str, obj):
+def guard(kind: str,  # 'extractor', 'grouper' or 'recalibrator'
+          obj,  # an instance of a class registered as `kind`
+          ):
     """`obj` (an instance of a registered `kind` class) made to name its plugin and distribution when a method raises
     or returns NaN; instances of calibkit's own classes are returned as they are."""
     r = next((r for r in registry()[kind].values() if r.cls is type(obj)), None)
