@@ -11,10 +11,10 @@ from .config import default
 from .events import as_pairs, check_choice, check_float, check_int
 
 # %% auto #0
-__all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'DING_Z', 'BINNINGS', 'sort_pairs', 'keep_ties', 'tie_runs', 'bin_starts', 'bin_spec',
-           'wsum', 'aggregate_gaps', 'BinStats', 'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges',
-           'fixed_width_index', 'fixed_width_stats', 'z_value', 'bin_table', 'equal_mass_bins', 'fixed_width_bins',
-           'ding_sizes', 'adaptive_stats', 'bin_stats']
+__all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'DING_Z', 'BINNINGS', 'sort_pairs', 'keep_ties', 'tie_runs',
+           'bin_starts', 'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats', 'stats_from_sorted', 'equal_mass_stats',
+           'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats', 'z_value', 'bin_table', 'equal_mass_bins',
+           'fixed_width_bins', 'ding_sizes', 'adaptive_stats', 'bin_stats']
 
 # %% ../nbs/02_binning.ipynb #3aeb1f33
 def sort_pairs(c: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -151,6 +151,7 @@ def equal_mass_stats(conf, correct=None, *, bin_size=None, n_bins=None, moments=
 
 # %% ../nbs/02_binning.ipynb #f17ea7b8
 MAX_FIXED_BINS = 10**7   # fixed-width bins beyond this would need GBs of per-bin arrays (5 float64 sums per bin)
+FREE_FIXED_BINS = 10**4  # fixed-width bins allowed for any number of events; beyond it, at most one bin per event
 
 def fixed_width_edges(n_bins: int) -> np.ndarray:
     "The `n_bins + 1` edges j/B of equal-width bins on [0, 1] (correctly rounded: edge 3 of 10 is exactly 0.3)."
@@ -167,8 +168,11 @@ def fixed_width_index(c: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 def fixed_width_stats(conf, correct=None, *, n_bins=None, moments=False) -> BinStats:
     "`BinStats` of `n_bins` equal-width bins on [0, 1] (default: the study default); empty bins have n = 0."
-    edges = fixed_width_edges(default('n_bins', n_bins))
+    nb = check_int('n_bins', default('n_bins', n_bins), 1, MAX_FIXED_BINS, ' (fixed-width bins: more cannot fit in memory)')
     c, y = as_pairs(conf, correct)
+    check_int('n_bins', nb, 1, max(FREE_FIXED_BINS, len(c)), f' (fixed-width bins for {len(c)} events: at most '
+              f'{FREE_FIXED_BINS:,} or one per event; more are nearly all empty and would only cost memory)')
+    edges = fixed_width_edges(nb)
     b, step = len(edges) - 1, 1 << 20
     sums = np.zeros((5 if moments else 3, b))
     for s in range(0, len(c), step):          # chunks of 2^20 events: the index and float64 temporaries stay small

@@ -10,16 +10,17 @@ from .config import calibkit_version, default, progress, settings
 from .outdir import OutputError, claim
 
 # %% auto #0
-__all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_CANTCREAT', 'EXIT_CODES', 'FORMATS', 'CLIError',
-           'first_line', 'failing_as', 'output_error', 'int_flag', 'float_flag', 'param_flag', 'raw_output',
-           'load_input', 'read_stdin', 'cmd_report', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'Parser', 'parser',
-           'main']
+__all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_SOFTWARE', 'EX_CANTCREAT', 'EXIT_CODES', 'MAX_SAMPLES',
+           'FORMATS', 'CLIError', 'first_line', 'failing_as', 'output_error', 'int_flag', 'float_flag', 'param_flag',
+           'raw_output', 'load_input', 'read_stdin', 'cmd_report', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'Parser',
+           'parser', 'main']
 
 # %% ../nbs/62_cli.ipynb #52c6fcf9
-EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_CANTCREAT = 2, 65, 66, 69, 73
-EXIT_CODES = f"""exit status: 0 ok, {EX_USAGE} usage error (bad flag or value, unknown plugin), {EX_DATAERR} bad data,
-{EX_NOINPUT} missing input, {EX_UNAVAILABLE} missing optional dependency, {EX_CANTCREAT} output refused (or busy, or
-changed during the run), 130 interrupted"""
+EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_SOFTWARE, EX_CANTCREAT = 2, 65, 66, 69, 70, 73
+EXIT_CODES = f"""exit status: 0 ok, {EX_USAGE} usage error (bad flag or value, unknown plugin, a flag that configures nothing),
+{EX_DATAERR} bad data or plugin parameter, {EX_NOINPUT} missing or unreadable input, {EX_UNAVAILABLE} missing optional
+dependency, {EX_SOFTWARE} a plugin (or calibkit) failed, {EX_CANTCREAT} output refused (or busy, or changed during the
+run), 130 interrupted"""
 
 class CLIError(Exception):
     "A command-line failure: `code` is the exit status, the message one line."
@@ -48,13 +49,19 @@ def _number(text: str, kind):
     try: return kind(text)
     except ValueError: raise argparse.ArgumentTypeError(f'{text!r} is not {"an integer" if kind is int else "a number"}') from None
 
-def int_flag(name: str, lo: int):
-    "An argparse type: an integer >= `lo`, checked by `check_int` naming the flag."
+def int_flag(name: str,  # the flag, named in the message
+             lo: int,  # the smallest value accepted
+             hi: int | None = None,  # the largest value accepted (None: no bound)
+             why: str = '',  # why the bound, appended to the message
+             ):
+    "An argparse type: an integer in [`lo`, `hi`], checked by `check_int` naming the flag (`why` explains the bound)."
     def parse(text):
         from calibkit.events import check_int
-        try: return check_int(name, _number(text, int), lo)
+        try: return check_int(name, _number(text, int), lo, hi, why)
         except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
     return parse
+
+MAX_SAMPLES = 10_000      # --n-samples: intervals hold n_samples × bins floats; 1,000 resamples give stable intervals
 
 def float_flag(name: str, lo: float, hi: float, **open_ends):
     "An argparse type: a finite number in the range, checked by `check_float` naming the flag."
@@ -70,7 +77,9 @@ def param_flag(text: str) -> tuple[str, object]:
     import json
     key, sep, value = text.partition('=')
     if not sep or not key.isidentifier(): raise argparse.ArgumentTypeError(f'expected NAME=VALUE, got {text!r}')
-    try: v = json.loads(value)
+    def refuse(word):
+        raise argparse.ArgumentTypeError(f'{text!r}: {word} is not a value a plugin can use (JSON has no NaN)')
+    try: v = json.loads(value, parse_constant=refuse)
     except ValueError: return key, value
     return key, v if v is None or isinstance(v, (bool, int, float, str)) else value
 
@@ -83,7 +92,7 @@ def _is_top_logits(path: Path) -> bool:
     try:
         with open(path, encoding='utf-8-sig') as f: first = next((l for l in f if l.strip()), '')
         return isinstance(rec := json.loads(first), dict) and 'top_logits' in rec
-    except (OSError, ValueError, UnicodeDecodeError): return False
+    except (OSError, ValueError, RecursionError): return False   # the readers name what is wrong
 
 def raw_output(path: Path):
     "A raw model output for an extractor: an `.npz` as a dict of arrays, a `.jsonl`/`.logits` file as a list of records (the event readers' parsers)."
@@ -94,18 +103,20 @@ def raw_output(path: Path):
 def load_input(path, threshold: float | None = None, *, extractor=None) -> 'pd.DataFrame':
     "Events from an events file, an `.npz` score matrix, a calibration_metric `.logits` file, or an `extractor` over a raw output."
     from calibkit.inputs import InputError, read_events, read_scores
-    path = Path(path)
-    if not path.is_file(): raise CLIError(EX_NOINPUT, f'{path}: no such file')
+    from calibkit.inputs import NoInputError, check_file, show_path
+    try: path = check_file(path)
+    except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
     suffix = path.suffix.lower()
     if extractor is not None: ev = extractor.extract(raw_output(path))
     elif suffix in ('.npz', '.npy'): return read_scores(path, threshold=default('threshold', threshold))
     elif suffix == '.logits' or (suffix in ('.jsonl', '.json') and _is_top_logits(path)):
         from calibkit.extractors.seq2seq import read_calibration_metric_logits
         try: ev = read_calibration_metric_logits(path)
-        except (ValueError, TypeError, KeyError) as e: raise InputError(f'{path}: {first_line(e)}') from None
+        except (ValueError, TypeError, KeyError) as e: raise InputError(f'{show_path(path)}: {first_line(e)}') from None
     else: ev = read_events(path)
     if threshold is None: return ev
     keep = ev['conf'].to_numpy() >= threshold
+    if not keep.any(): raise InputError(f'{show_path(path)}: all {len(ev)} events score below --threshold {threshold}')
     out = ev[keep].reset_index(drop=True)
     out.attrs.update(n_cells=len(ev), n_dropped=int((~keep).sum()), threshold=threshold)
     return out
@@ -114,6 +125,7 @@ def load_input(path, threshold: float | None = None, *, extractor=None) -> 'pd.D
 def read_stdin(fmt: str | None, folder: Path) -> Path:
     "Standard input copied to `folder/<stdin>.EXT` for the readers (`fmt`: csv, jsonl or parquet)."
     if fmt is None: raise CLIError(EX_USAGE, 'reading standard input (-) needs --format csv, jsonl or parquet')
+    if sys.stdin is None: raise CLIError(EX_NOINPUT, 'standard input is closed: nothing to read for -')
     path = folder/f'<stdin>{FORMATS[fmt]}'
     with open(path, 'wb') as f:
         while chunk := sys.stdin.buffer.read(1 << 20): f.write(chunk)
@@ -121,12 +133,49 @@ def read_stdin(fmt: str | None, folder: Path) -> Path:
 
 # %% ../nbs/62_cli.ipynb #e053c9d9
 def _plugin(kind: str, name, params):
+    "The plugin instance `name` built with `params` (K=V pairs): an unknown name exits 2, a refused parameter 65."
     if name is None:
         if params: raise CLIError(EX_USAGE, f'--{kind}-param needs --{kind}')
         return None
-    from calibkit.plugins import extractor, grouper, recalibrator
+    from calibkit.plugins import extractor, grouper, guard, recalibrator, registry
     make = dict(extractor=extractor, grouper=grouper, recalibrator=recalibrator)[kind]
-    with failing_as(EX_USAGE): return make(name, **dict(params or []))
+    if name not in registry()[kind]:
+        with failing_as(EX_USAGE): make(name)          # raises the registry's "unknown ...; known ..." line
+    with failing_as(EX_DATAERR): return guard(kind, make(name, **dict(params or [])))
+
+def _check_flags(args) -> None:
+    "Usage errors (2) for flags that configure nothing: plugin parameters, counts or groups without their plugin."
+    if args.format and args.input != '-': raise CLIError(EX_USAGE, '--format applies to standard input (-) only')
+    if args.param and args.recalibrator in (None, 'none'):
+        raise CLIError(EX_USAGE, '--param needs --recalibrator (not none)')
+    if args.grouper is None:
+        for flag, value in (('--counts', args.counts), ('--n-groups', args.n_groups)):
+            if value is not None: raise CLIError(EX_USAGE, f'{flag} needs --grouper: it configures the grouping')
+    if args.fit and args.recalibrator in (None, 'none') and args.grouper is None:
+        raise CLIError(EX_USAGE, '--fit needs --recalibrator or --grouper: it is what they are fitted on')
+    if args.recalibrator not in (None, 'none') and not args.fit:
+        raise CLIError(EX_USAGE, f'--recalibrator {args.recalibrator} needs fit events (--fit): recalibrators are fitted '
+                                 'on held-out data, never on the events they are judged on')
+
+def _check_inputs(args) -> None:
+    "Exit 66 for an input, --fit or --counts file that is missing or not a regular file (before the output folder)."
+    from calibkit.inputs import NoInputError, check_file
+    for p in (args.input, args.fit, args.counts):
+        if p is not None and p != '-':
+            try: check_file(p)
+            except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
+
+def _check_chartable(args, ev) -> None:
+    "per_class over more labels than its charts can hold is refused before anything is computed (65)."
+    if args.grouper != 'per_class' or 'label' not in ev.columns: return
+    import numpy as np
+    from calibkit.charts import MAX_ROWS
+    n = ev['label'].value_counts().to_numpy()
+    per = -(-n // args.bin_size) if args.bin_size else np.minimum(n, default('n_bins', args.n_bins))
+    if per.sum() > MAX_ROWS:
+        raise CLIError(EX_DATAERR, f'--grouper per_class: {len(n)} labels need about {per.sum()} bins in the per-class '
+                                   f'charts, more than a chart holds ({MAX_ROWS}); group rare labels (--grouper tfg '
+                                   '--n-groups K) or use fewer bins')
 
 def _out(args):
     "The claim on the report's output folder (`calibkit.outdir.claim`), or a null context with --json and no --out."
@@ -137,18 +186,10 @@ def _out(args):
     return claim(out, REPORT_FILES, force=args.force, inputs=[args.input, args.fit, args.counts])
 
 # %% ../nbs/62_cli.ipynb #93f8a911
-def cmd_report(args) -> int:
+def _read_all(args, xt):
+    "The events, fit events and counts; messages about standard input name `<stdin>`, not the private copy."
     import tempfile
     from calibkit.inputs import read_counts
-    from calibkit.report import calibration_report
-    xt = _plugin('extractor', args.extractor, args.extractor_param)
-    grouper = _plugin('grouper', args.grouper, args.grouper_param)
-    recal = args.recalibrator if args.recalibrator in (None, 'none') else _plugin('recalibrator', args.recalibrator, args.param)
-    if args.format and args.input != '-': raise CLIError(EX_USAGE, '--format applies to standard input (-) only')
-    if recal is not None and not args.fit:
-        raise CLIError(EX_USAGE, f'--recalibrator {args.recalibrator} needs fit events (--fit): recalibrators are fitted '
-                                 'on held-out data, never on the events they are judged on')
-    steps = progress(total=3, desc='calibkit report', unit='step')
     with tempfile.TemporaryDirectory() as scratch:
         src = read_stdin(args.format, Path(scratch)) if args.input == '-' else args.input
         try:
@@ -159,9 +200,21 @@ def cmd_report(args) -> int:
         except CLIError as e:
             if args.input != '-': raise
             raise CLIError(e.code, str(e).replace(str(src), '<stdin>')) from e.__cause__
+    return ev, fit, counts
+
+def cmd_report(args) -> int:
+    from calibkit.report import calibration_report
+    _check_flags(args)
+    xt = _plugin('extractor', args.extractor, args.extractor_param)
+    grouper = _plugin('grouper', args.grouper, args.grouper_param)
+    recal = None if args.recalibrator in (None, 'none') else _plugin('recalibrator', args.recalibrator, args.param)
+    _check_inputs(args)
+    steps = progress(total=3, desc='calibkit report', unit='step')
+    ev, fit, counts = _read_all(args, xt)
+    _check_chartable(args, ev)
     steps.update()
     with _out(args) as out:                            # claimed until written: another run on it is refused (73)
-        with failing_as(EX_DATAERR):
+        with failing_as(EX_DATAERR):                   # a plugin's failure is a PluginError: main exits 70 naming it
             rep = calibration_report(ev, fit=fit, counts=counts, grouper=grouper, n_groups=args.n_groups,
                                      recalibrator=recal, n_bins=args.n_bins, bin_size=args.bin_size,
                                      binning=args.binning, level=args.level, n_samples=args.n_samples, seed=args.seed,
@@ -198,7 +251,11 @@ def cmd_plugins(args) -> int:
 
 def cmd_demo(args) -> int:
     from calibkit.demos import run_demos
-    done = run_demos(Path(args.out), only=args.only.split(',') if args.only else None, force=args.force)
+    from calibkit.demos import DEMOS
+    only = args.only.split(',') if args.only else None
+    unknown = sorted(set(only or []) - set(DEMOS))
+    if unknown: raise CLIError(EX_USAGE, f'--only: unknown demo(s) {", ".join(unknown)}; known: {", ".join(DEMOS)}')
+    done = run_demos(Path(args.out), only=only, force=args.force)
     for p in done: print(p, flush=True)
     return 0
 
@@ -249,7 +306,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument('--bin-size', type=int_flag('--bin-size', 1), help='events per equal-mass bin')
     r.add_argument('--binning', choices=['equal_mass', 'fixed_width'], default='equal_mass', help='bins (default equal_mass)')
     r.add_argument('--level', type=float_flag('--level', 0, 1, lo_open=True, hi_open=True), help=f'interval level (default {s.ci_level})')
-    r.add_argument('--n-samples', type=int_flag('--n-samples', 2), help=f'resamples for intervals (default {s.ci_samples})')
+    n_samples = int_flag('--n-samples', 2, MAX_SAMPLES, ' (each resample keeps one number per bin)')
+    r.add_argument('--n-samples', type=n_samples,
+                   help=f'resamples for intervals (default {s.ci_samples}, at most {MAX_SAMPLES:,})')
     r.add_argument('--seed', type=int_flag('--seed', 0), help=f'random seed (default {s.seed})')
     r.add_argument('--out', help='output folder (default: <input name>-calibration; with --json: none)')
     r.add_argument('--force', action='store_true', help='replace a report folder calibkit wrote (nothing else)')
@@ -291,7 +350,11 @@ def main(argv=None) -> int:
     except Exception as e:
         if args.debug: raise
         if isinstance(e, OutputError): e = output_error(e)
+        from calibkit.plugins import PluginError
         code = e.code if isinstance(e, CLIError) else EX_UNAVAILABLE if isinstance(e, ImportError) \
-            else EX_CANTCREAT if isinstance(e, OSError) else EX_DATAERR if isinstance(e, (ValueError, TypeError)) else 1
-        print(f'calibkit: error: {first_line(e)}', file=sys.stderr)
+            else EX_CANTCREAT if isinstance(e, OSError) else EX_DATAERR if isinstance(e, (ValueError, TypeError)) \
+            else EX_SOFTWARE
+        said = isinstance(e, (CLIError, PluginError, ImportError, OSError, ValueError, TypeError))   # meant for users
+        text = first_line(e) if said else f'{type(e).__name__}: {first_line(e)} (a calibkit bug: rerun with --debug)'
+        print(f'calibkit: error: {text}', file=sys.stderr)
         return code

@@ -4,29 +4,46 @@
 
 # %% ../nbs/61_inputs.ipynb #190e6fb4
 from __future__ import annotations
-import csv, io, json, warnings, zipfile
+import csv, io, json, stat, warnings, zipfile
 from pathlib import Path
 import numpy as np, pandas as pd
 from .config import require
 from .events import events_from_scores
 
 # %% auto #0
-__all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'InputError', 'read_text', 'jsonl_records', 'read_events', 'read_npz', 'read_scores',
-           'read_counts']
+__all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'InputError', 'NoInputError', 'show_path', 'check_file', 'read_text',
+           'jsonl_records', 'read_events', 'read_npz', 'read_scores', 'read_counts']
 
 # %% ../nbs/61_inputs.ipynb #1010555a
 class InputError(ValueError):
     "A problem with an input file: the message names the file and, where it can, the line and column."
 
+class NoInputError(InputError):
+    "The input is missing or is not a regular file (a folder, a FIFO, a device): the command line exits 66 for it."
+
 EVENT_SUFFIXES = {'.csv': 'csv', '.tsv': 'csv', '.parquet': 'parquet', '.pq': 'parquet',
                   '.jsonl': 'jsonl', '.json': 'jsonl', '.ndjson': 'jsonl'}
 TEXT_COLUMNS = ('label', 'item')   # read as the exact text in the file, never as numbers or missing values
 
-def _where(kind: str, idx) -> str:
-    "Location of row `idx` of a frame read from a file of `kind`."
-    if kind == 'csv': return f'line {idx + 2}'
-    if kind == 'jsonl': return f'line {idx + 1}'
-    return f'row {idx}'
+def show_path(path,  # a file name, str or Path
+              ) -> str:
+    "A file name as messages show it: as is, or quoted like a Python string if it holds a control character."
+    s = str(path)
+    return repr(s) if any(ord(ch) < 32 or ord(ch) == 127 for ch in s) else s
+
+# %% ../nbs/61_inputs.ipynb #d0d91f4e
+def check_file(path,  # the name of an input file
+               ) -> Path:
+    "`path` as a `Path` if it names a regular file; else a `NoInputError` saying what is there (a folder, a FIFO...)."
+    path = Path(path)
+    try: mode = path.stat().st_mode
+    except FileNotFoundError: raise NoInputError(f'{show_path(path)}: no such file') from None
+    except OSError as e: raise NoInputError(f'{show_path(path)}: cannot open ({e.strerror})') from None
+    if stat.S_ISREG(mode): return path
+    what = ('a folder' if stat.S_ISDIR(mode) else 'a FIFO (named pipe)' if stat.S_ISFIFO(mode)
+            else 'a device' if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else 'a socket')
+    raise NoInputError(f'{show_path(path)}: is {what}, not a regular file; calibkit reads an input file more than once '
+                       f'(to name the line of a bad value): save the data to a file first')
 
 # %% ../nbs/61_inputs.ipynb #c78162af
 def read_text(path) -> str:
@@ -36,8 +53,33 @@ def read_text(path) -> str:
     except UnicodeDecodeError as e:
         line = data.count(b'\n', 0, e.start) + 1
         col = e.start - data.rfind(b'\n', 0, e.start)
-        raise InputError(f'{path}: line {line}, column {col}: byte {data[e.start]:#04x} is not UTF-8 '
+        raise InputError(f'{show_path(path)}: line {line}, column {col}: byte {data[e.start]:#04x} is not UTF-8 '
                          f'(save the file as UTF-8)') from None
+
+# %% ../nbs/61_inputs.ipynb #e40ccce6
+def _text_rows(path: Path, kind: str):
+    """(first line, fields) of each CSV/TSV row (header included) or JSON Lines line, blank lines skipped as the
+    readers skip them. Only to locate an error: a Python loop over the file."""
+    if kind == 'jsonl':
+        with open(path, encoding='utf-8-sig', newline='\n') as f:
+            yield from ((i, [line]) for i, line in enumerate(f, 1) if line.strip())
+        return
+    with open(path, encoding='utf-8-sig', newline='') as f:
+        rows, last = csv.reader(f, delimiter='\t' if path.suffix.lower() == '.tsv' else ','), 0
+        for row in rows:                                 # a quoted field may span lines: line_num counts them
+            start, last = last + 1, rows.line_num
+            if row and not (len(row) == 1 and not row[0].strip()): yield start, row
+
+def _where(path, kind: str, idx: int) -> str:
+    "Where data row `idx` of an events file is: its true line (blank lines, multi-line fields counted), or its row."
+    if kind != 'parquet':
+        try:
+            rows = _text_rows(Path(path), kind)
+            skip = 1 if kind == 'csv' else 0             # the CSV header
+            for i, (line, _) in enumerate(rows):
+                if i == idx + skip: return f'line {line}'
+        except (OSError, UnicodeDecodeError, csv.Error): pass
+    return f'row {idx}'
 
 # %% ../nbs/61_inputs.ipynb #89385fa8
 def _first_bad(path, kind, col, mask, series, what) -> InputError:
@@ -46,34 +88,45 @@ def _first_bad(path, kind, col, mask, series, what) -> InputError:
     first = bad[0]
     v = series.iloc[first]
     v = v.item() if isinstance(v, np.generic) else v
-    return InputError(f'{path}: column {col!r}, {_where(kind, series.index[first])}: {v!r} '
+    return InputError(f'{show_path(path)}: column {col!r}, {_where(path, kind, series.index[first])}: {v!r} '
                       f'{what}' + (f' ({len(bad)} such values in all)' if len(bad) > 1 else ''))
 
 def _as_text(s: pd.Series, path, kind, col) -> pd.Series:
-    "Column `col` as text: strings unchanged, numbers by Python's `str` (7 → '7', 1.5 → '1.5'); missing values refused."
+    """Column `col` as text: strings unchanged (JSON numbers arrive as their JSON text), Parquet numbers by Python's
+    `str`, `bytes` decoded as UTF-8; null, objects, arrays and bytes that are not UTF-8 refused."""
     miss = s.isna()
     if miss.any(): raise _first_bad(path, kind, col, miss, s, 'is missing (null): every label and item needs a value')
+    if isinstance(s.dtype, pd.StringDtype): return s     # pandas' string dtype: no object copy of 10⁷ strings
     if pd.api.types.infer_dtype(s, skipna=False) == 'string': return s.astype(str)
-    return s.map(lambda v: v if isinstance(v, str) else json.dumps(v) if isinstance(v, bool) else str(v)).astype(str)
+    nested = s.map(lambda v: isinstance(v, (dict, list, np.ndarray)))
+    if nested.any(): raise _first_bad(path, kind, col, nested, s, 'is an object or array; labels and items are text')
+    def text(v):
+        if isinstance(v, bytes):
+            try: return v.decode('utf-8')
+            except UnicodeDecodeError: return None
+        return v if isinstance(v, str) else json.dumps(v) if isinstance(v, bool) else str(v)
+    out = s.map(text)
+    if out.isna().any(): raise _first_bad(path, kind, col, out.isna(), s, 'is bytes that are not UTF-8 text')
+    return out.astype(str)
 
 def _check_unique(path, names, where: str = '') -> None:
     "Refuse repeated column names (pandas would rename the second `conf` to `conf.1` without a word)."
     names = list(names)
     dup = sorted({str(c) for c in names if names.count(c) > 1})
-    if dup: raise InputError(f'{path}: {where}column(s) {dup} appear more than once; keep one of each')
+    if dup: raise InputError(f'{show_path(path)}: {where}column(s) {dup} appear more than once; keep one of each')
 
 def _check_frame(df: pd.DataFrame, path, kind) -> pd.DataFrame:
     "Validate an events table read from `path`; return it with `conf` float, `correct` uint8 and text labels/items."
     _check_unique(path, df.columns)
     missing = [c for c in ('conf', 'correct') if c not in df.columns]
     if missing:
-        raise InputError(f'{path}: missing column(s) {missing}; found {list(df.columns)}. '
+        raise InputError(f'{show_path(path)}: missing column(s) {missing}; found {list(df.columns)}. '
                          f'An events file needs conf (0..1) and correct (0/1)')
-    if df.empty: raise InputError(f'{path}: no events (the file has a header but no rows)')
+    if df.empty: raise InputError(f'{show_path(path)}: no events (the file has a header but no rows)')
     c = df['conf']
     isbool = c.map(type).eq(bool) if c.dtype == object else pd.Series(pd.api.types.is_bool_dtype(c), c.index)
     if isbool.any(): raise _first_bad(path, kind, 'conf', isbool, c, 'is a boolean; conf must be a probability in [0, 1]')
-    conf = pd.to_numeric(df['conf'], errors='coerce')
+    conf = c if pd.api.types.is_float_dtype(c.dtype) else pd.to_numeric(c, errors='coerce')   # floats as read: no copy
     if conf.isna().any():
         blank = df['conf'].isna()
         if blank.any(): raise _first_bad(path, kind, 'conf', blank, df['conf'], 'is missing (NaN or empty)')
@@ -83,8 +136,8 @@ def _check_frame(df: pd.DataFrame, path, kind) -> pd.DataFrame:
     corr = df['correct']
     if not (pd.api.types.is_numeric_dtype(corr) or pd.api.types.is_bool_dtype(corr)):   # text: true/false words
         corr = corr.map(lambda v: {'true': 1, 'false': 0}.get(str(v).strip().lower(), v))
-    num = pd.to_numeric(corr, errors='coerce')
-    bad = ~num.isin([0, 1])
+    num = corr if pd.api.types.is_numeric_dtype(corr.dtype) else pd.to_numeric(corr, errors='coerce')
+    bad = ~(num.eq(0) | num.eq(1))                        # two comparisons: no hash table of 10⁷ values (isin)
     if bad.any(): raise _first_bad(path, kind, 'correct', bad, df['correct'], 'is not 0/1 or true/false')
     text = {c: _as_text(df[c], path, kind, c) for c in TEXT_COLUMNS if c in df.columns}
     return df.assign(conf=conf.astype(np.float64), correct=num.astype(np.uint8), **text)
@@ -92,43 +145,85 @@ def _check_frame(df: pd.DataFrame, path, kind) -> pd.DataFrame:
 # %% ../nbs/61_inputs.ipynb #3dfec23b
 _NA_TEXT = ['', '#N/A', 'N/A', 'NA', 'NULL', 'NaN', 'None', 'n/a', 'nan', 'null', '-NaN', '-nan']   # pandas' default NA words
 
+def _utf8_error(path: Path) -> InputError:
+    "The `InputError` naming the line and column of the first byte of `path` that is not UTF-8."
+    try: read_text(path)
+    except InputError as e: return e
+    return InputError(f'{show_path(path)}: not UTF-8 text')
+
+def _extra_fields(path: Path, header: list, cause: Exception) -> InputError:
+    "The first row with more fields than the header, named by its true line (pandas would shift the columns)."
+    rows = _text_rows(path, 'csv')
+    next(rows, None)
+    bad = next(((line, len(r)) for line, r in rows if len(r) > len(header)), None)
+    if bad is None: return InputError(f'{show_path(path)}: cannot read as csv: {str(cause).strip().splitlines()[0]}')
+    return InputError(f'{show_path(path)}: line {bad[0]}: {bad[1]} fields, but the header names {len(header)} '
+                      f'({",".join(header)}); a field holding the separator must be quoted')
+
 def _read_csv(path: Path) -> pd.DataFrame:
-    text = read_text(path)                               # checks the encoding, names a bad byte's line
-    sep = '\t' if path.suffix.lower() == '.tsv' else ','
-    header = next(csv.reader(io.StringIO(text[:1 << 16]), delimiter=sep), [])
-    _check_unique(path, header, 'line 1: ')
-    return pd.read_csv(io.StringIO(text), sep=sep, dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False,
-                       na_values={c: _NA_TEXT for c in header if c not in TEXT_COLUMNS})
+    "A CSV/TSV events file read by pandas straight from disk (no copy of its text), its header read by `csv`."
+    try:
+        header = next((r for _, r in _text_rows(path, 'csv')), [])
+        _check_unique(path, header, 'line 1: ')
+        with warnings.catch_warnings():
+            warnings.simplefilter('error', pd.errors.ParserWarning)     # index_col=False warns of extra fields
+            return pd.read_csv(path, sep='\t' if path.suffix.lower() == '.tsv' else ',', index_col=False,
+                               encoding='utf-8-sig', dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False,
+                               na_values={c: _NA_TEXT for c in header if c not in TEXT_COLUMNS})
+    except UnicodeDecodeError: raise _utf8_error(path) from None
+    except (pd.errors.ParserWarning, pd.errors.ParserError) as e: raise _extra_fields(path, header, e) from None
 
 _JSONL_HINT = 'expected JSON Lines: one object per line, like {"conf": 0.9, "correct": 1, "label": "N"}'
 
-def jsonl_records(path: Path, text: str) -> list[dict]:
-    "The objects of JSON Lines `text`: one C-level parse of the whole file; line by line only to skip blank lines or name an error."
+def _object(pairs: list) -> dict:
+    "A JSON object; a key written twice is refused (Python's json keeps the last one without a word)."
+    d = dict(pairs)
+    if len(d) < len(pairs):
+        keys = [k for k, _ in pairs]
+        raise ValueError(f'key {next(k for k in keys if keys.count(k) > 1)!r} appears twice in one object')
+    return d
+
+def jsonl_records(path: Path,  # the file `text` came from (named in errors)
+                  text: str,  # the file's text
+                  *, numbers_as_text: bool = False,  # JSON numbers as the text written (`1e2` → '1e2'), not floats
+                  ) -> list[dict]:
+    """The objects of JSON Lines `text` (duplicate keys refused; numbers as their JSON text if `numbers_as_text`):
+    one C-level parse of the whole file; line by line only to skip blank lines or name an error."""
+    opts = dict(object_pairs_hook=_object)
+    if numbers_as_text: opts.update(parse_int=str, parse_float=str)
     try:
-        recs = json.loads('[' + text.strip().replace('\n', ',') + ']')
+        recs = json.loads('[' + text.strip().replace('\n', ',') + ']', **opts)
         if set(map(type, recs)) <= {dict}: return recs
-    except json.JSONDecodeError: pass
+    except (ValueError, RecursionError): pass
     try: doc = json.loads(text)
-    except json.JSONDecodeError: doc = None
+    except (ValueError, RecursionError): doc = None
     if isinstance(doc, dict) and any(isinstance(v, list) for v in doc.values()):
-        raise InputError(f'{path}: column-oriented JSON (an object of lists); {_JSONL_HINT}')
+        raise InputError(f'{show_path(path)}: column-oriented JSON (an object of lists); {_JSONL_HINT}')
     recs = []
     for i, line in enumerate(text.split('\n'), 1):
         if not line.strip(): continue
-        try: rec = json.loads(line)
+        try: rec = json.loads(line, **opts)
         except json.JSONDecodeError as e:
-            if doc is not None: raise InputError(f'{path}: one JSON document over several lines; {_JSONL_HINT}') from None
-            raise InputError(f'{path}: line {i}, column {e.colno}: invalid JSON ({e.msg})') from None
-        if not isinstance(rec, dict): raise InputError(f'{path}: line {i}: expected a JSON object, got {type(rec).__name__}')
+            if doc is not None: raise InputError(f'{show_path(path)}: one JSON document over several lines; {_JSONL_HINT}') from None
+            raise InputError(f'{show_path(path)}: line {i}, column {e.colno}: invalid JSON ({e.msg})') from None
+        except RecursionError:
+            raise InputError(f'{show_path(path)}: line {i}: JSON nested too deeply for Python to parse') from None
+        except ValueError as e: raise InputError(f'{show_path(path)}: line {i}: {e}') from None
+        if not isinstance(rec, dict): raise InputError(f'{show_path(path)}: line {i}: expected a JSON object, got {type(rec).__name__}')
         recs.append(rec)
     return recs
 
 def _read_jsonl(path: Path) -> pd.DataFrame:
+    "A JSON Lines events file; labels and items that are JSON numbers are read again as the text written (`1e2`)."
     text = read_text(path)
-    if text.lstrip().startswith('['): raise InputError(f'{path}: a JSON array; {_JSONL_HINT}')
+    if text.lstrip().startswith('['): raise InputError(f'{show_path(path)}: a JSON array; {_JSONL_HINT}')
     df = pd.DataFrame(jsonl_records(path, text))
     nested = [c for c in ('conf', 'correct') if c in df.columns and df[c].dtype == object and df[c].map(type).isin([list, dict]).any()]
-    if nested: raise InputError(f'{path}: column-oriented JSON ({nested[0]!r} holds a list); {_JSONL_HINT}')
+    if nested: raise InputError(f'{show_path(path)}: column-oriented JSON ({nested[0]!r} holds a list); {_JSONL_HINT}')
+    kinds = {c: pd.api.types.infer_dtype(df[c], skipna=True) for c in TEXT_COLUMNS if c in df.columns}
+    numeric = [c for c, k in kinds.items() if k not in ('string', 'empty')]
+    if numeric:
+        df[numeric] = pd.DataFrame(jsonl_records(path, text, numbers_as_text=True), columns=numeric, index=df.index)
     return df
 
 def _read_parquet(path: Path) -> pd.DataFrame:
@@ -138,17 +233,16 @@ def _read_parquet(path: Path) -> pd.DataFrame:
 
 def read_events(path) -> pd.DataFrame:
     "An events frame from a CSV/TSV, Parquet or JSON Lines file with columns `conf`, `correct` (+ `label`, `item`, ...)."
-    path = Path(path)
-    if not path.is_file(): raise InputError(f'{path}: no such file')
+    path = check_file(path)
     kind = EVENT_SUFFIXES.get(path.suffix.lower())
     if kind is None:
-        raise InputError(f'{path}: unknown file type {path.suffix!r}; events files are '
+        raise InputError(f'{show_path(path)}: unknown file type {path.suffix!r}; events files are '
                          f'{sorted(EVENT_SUFFIXES)}, score matrices .npz')
     read = {'csv': _read_csv, 'jsonl': _read_jsonl, 'parquet': _read_parquet}[kind]
     try: df = read(path)
     except (InputError, ImportError): raise
     except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as e:
-        raise InputError(f'{path}: cannot read as {kind}: {str(e).strip().splitlines()[0]}') from None
+        raise InputError(f'{show_path(path)}: cannot read as {kind}: {str(e).strip().splitlines()[0]}') from None
     return _check_frame(df, path, kind)
 
 # %% ../nbs/61_inputs.ipynb #5365367b
@@ -156,65 +250,73 @@ def read_npz(path: Path) -> dict:
     "The arrays of an `.npz` archive, or one line saying what else the file is."
     with open(path, 'rb') as f: head = f.read(6)
     if head == b'\x93NUMPY':
-        raise InputError(f'{path}: holds a single .npy array, not an .npz archive: save scores and gold together '
+        raise InputError(f'{show_path(path)}: holds a single .npy array, not an .npz archive: save scores and gold together '
                          f'with numpy.savez("{path.with_suffix(".npz").name}", scores=scores, gold=gold)')
     if not head.startswith(b'PK'):
-        raise InputError(f'{path}: not an .npz archive (a zip of .npy arrays); the file starts with {head!r}')
+        raise InputError(f'{show_path(path)}: not an .npz archive (a zip of .npy arrays); the file starts with {head!r}')
     try:
         with open(path, 'rb') as f, np.load(f, allow_pickle=False) as z:   # our handle: closed even when numpy fails
             out = {}
             for k in z.files:
                 try: out[k] = z[k]
-                except ValueError: raise InputError(f'{path}: array {k!r} holds Python objects (dtype=object), which '
+                except ValueError: raise InputError(f'{show_path(path)}: array {k!r} holds Python objects (dtype=object), which '
                                                     f'calibkit does not unpickle; save a numeric or string array') from None
             return out
     except InputError: raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e: raise InputError(f'{path}: cannot read as .npz: {e}') from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e: raise InputError(f'{show_path(path)}: cannot read as .npz: {e}') from None
 
 def read_scores(path, *, threshold: float = 0.0, atol: float = 1e-4) -> pd.DataFrame:
     "Marginal events from an `.npz` holding `scores` (n×K), `gold` (n ids) and optionally `labels` (K names)."
     path = Path(path)
     if path.suffix.lower() == '.npy':
-        raise InputError(f'{path}: a .npy file holds one array, but the gold labels are needed too: '
+        raise InputError(f'{show_path(path)}: a .npy file holds one array, but the gold labels are needed too: '
                          f'save both with numpy.savez("{path.with_suffix(".npz").name}", scores=scores, gold=gold)')
-    if not path.is_file(): raise InputError(f'{path}: no such file')
+    check_file(path)
     z = read_npz(path)
     missing = [k for k in ('scores', 'gold') if k not in z]
-    if missing: raise InputError(f'{path}: missing array(s) {missing}; found {sorted(z)}')
+    if missing: raise InputError(f'{show_path(path)}: missing array(s) {missing}; found {sorted(z)}')
     s = z['scores']
     k = s.shape[1] if s.ndim == 2 else 0
     labels = [str(v) for v in (z['labels'].tolist() if 'labels' in z else range(k))]
     try: ev = events_from_scores(s, z['gold'], threshold=threshold, labels=labels)
-    except (ValueError, TypeError) as e: raise InputError(f'{path}: {e}') from None
+    except (ValueError, TypeError) as e: raise InputError(f'{show_path(path)}: {e}') from None
+    if ev.empty: raise InputError(f'{show_path(path)}: no score of the {s.size} cells reaches the threshold {threshold}')
     dev = np.abs(s.sum(axis=1, dtype=np.float64) - 1)
     off = dev > atol
     if off.any():
-        warnings.warn(f'{path}: {int(off.sum())} of {len(s)} score rows do not sum to 1 (largest deviation '
+        warnings.warn(f'{show_path(path)}: {int(off.sum())} of {len(s)} score rows do not sum to 1 (largest deviation '
                       f'{dev.max():.3g}); softmax probabilities were expected, the scores are used as given', stacklevel=2)
     return ev
 
 # %% ../nbs/61_inputs.ipynb #8b164885
 def read_counts(path) -> pd.Series:
     "Training tag counts (label → count) from CSV (`label,count`) or a JSON object; labels are kept as the exact text."
-    path = Path(path)
-    if not path.is_file(): raise InputError(f'{path}: no such file')
+    path = check_file(path)
     text = read_text(path)
+    where = show_path(path)
     try:
         if path.suffix.lower() == '.json':
-            d = json.loads(text)
-            if not isinstance(d, dict): raise InputError(f'{path}: expected a JSON object tag -> count')
+            d = json.loads(text, object_pairs_hook=_object, parse_float=str, parse_int=str, parse_constant=str)
+            if not isinstance(d, dict): raise InputError(f'{where}: expected a JSON object tag -> count')
             s = pd.Series(d, dtype=object)
+            kind = s.map(lambda v: 'a number' if isinstance(v, str)
+                         else json.dumps(v) if v is None or isinstance(v, bool) else type(v).__name__)
+            s[kind != 'a number'] = kind[kind != 'a number']    # true, null, list, dict: not counts (reported below)
         else:
             df = pd.read_csv(io.StringIO(text), header=None, dtype=str, keep_default_na=False)
-            if df.shape[1] != 2: raise InputError(f'{path}: expected two columns (label, count), found {df.shape[1]}')
+            if df.shape[1] != 2: raise InputError(f'{where}: expected two columns (label, count), found {df.shape[1]}')
             if str(df.iloc[0, 1]).strip().lower() == 'count': df = df.iloc[1:]
             s = pd.Series(df[1].to_numpy(), index=df[0].to_numpy(), dtype=object)
-    except (json.JSONDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise InputError(f'{path}: cannot read counts: {str(e).strip().splitlines()[0]}') from None
+    except pd.errors.ParserError as e: raise _extra_fields(path, ['label', 'count'], e) from None
+    except RecursionError: raise InputError(f'{where}: JSON nested too deeply for Python to parse') from None
+    except (ValueError, pd.errors.EmptyDataError) as e:
+        if isinstance(e, InputError): raise
+        raise InputError(f'{where}: cannot read counts: {str(e).strip().splitlines()[0]}') from None
+    if s.empty: raise InputError(f'{where}: no counts (the file holds no label,count rows)')
     num = pd.to_numeric(s.replace('', None), errors='coerce')
-    bad = num.isna() | (num < 0) | (num != np.round(num))
+    bad = num.isna() | ~np.isfinite(num) | (num < 0) | (num >= 2 ** 63) | (num != np.round(num))
     if bad.any():
-        raise InputError(f'{path}: count for label {s.index[bad][0]!r} is {s[bad].iloc[0]!r}, '
+        raise InputError(f'{where}: count for label {s.index[bad][0]!r} is {s[bad].iloc[0]!r}, '
                          f'not a non-negative integer ({int(bad.sum())} such values)')
-    if s.index.duplicated().any(): raise InputError(f'{path}: label {s.index[s.index.duplicated()][0]!r} appears twice')
+    if s.index.duplicated().any(): raise InputError(f'{where}: label {s.index[s.index.duplicated()][0]!r} appears twice')
     return num.astype(np.int64)

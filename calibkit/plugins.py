@@ -4,16 +4,16 @@
 
 # %% ../nbs/10_plugins.ipynb #f5fa3a2b
 from __future__ import annotations
-import importlib, inspect, os, re, sys, types, warnings
+import contextlib, functools, importlib, inspect, os, re, sys, types, warnings
 from dataclasses import dataclass, field
 from importlib import metadata
-import pandas as pd
+import numpy as np, pandas as pd
 import pluggy
 
 # %% auto #0
 __all__ = ['hookspec', 'hookimpl', 'DEFAULT_PLUGINS', 'pm', 'KINDS', 'Hookspecs', 'in_test', 'disabled_plugins',
            'load_entry_points', 'load_plugins', 'broken_plugins', 'register_plugin', 'unregister_plugin', 'Registered',
-           'registry', 'extractor', 'grouper', 'recalibrator', 'plugins']
+           'registry', 'extractor', 'grouper', 'recalibrator', 'PluginError', 'guard', 'plugins']
 
 # %% ../nbs/10_plugins.ipynb #8a1938f6
 hookspec = pluggy.HookspecMarker('calibkit')
@@ -88,6 +88,20 @@ def _skip(plugin: str, dist: str | None, e: BaseException) -> None:
     warnings.warn(f'calibkit plugin {plugin!r} (distribution {dist!r}) failed to load and is skipped: {_one_line(e)}; '
                   f'set CALIBKIT_DISABLE_PLUGINS={plugin} to silence this', stacklevel=2)
 
+# %% ../nbs/10_plugins.ipynb #f004a121
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    "Send what runs inside to standard error, at the Python and the file-descriptor level: prints never reach stdout."
+    sys.stdout.flush()
+    try: saved = os.dup(1)
+    except OSError: saved = None                       # no descriptor 1 (a closed stdout): Python-level only
+    try:
+        if saved is not None: os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr): yield
+    finally:
+        if saved is not None:
+            sys.stderr.flush(); os.dup2(saved, 1); os.close(saved)
+
 # %% ../nbs/10_plugins.ipynb #5716963a
 def _load_defaults() -> None:
     for mod in DEFAULT_PLUGINS:
@@ -111,9 +125,10 @@ def load_entry_points() -> list[str]:
         if _canon(ep.name) in off or (dist and _canon(dist) in off) or ep.name in _state.broken: continue
         if pm.has_plugin(ep.name) and _state.distribution.get(ep.name) == dist: continue   # loaded before
         try:
-            pm.register(ep.load(), name=ep.name)
+            with _stdout_to_stderr(): plugin = ep.load()   # its prints never reach stdout (a --json reader's)
+            pm.register(plugin, name=ep.name)
             pm.check_pending()                  # a misspelled hook name
-        except Exception as e:
+        except BaseException as e:              # SystemExit and KeyboardInterrupt at import break only the plugin
             _skip(ep.name, dist, e); continue
         _state.distribution[ep.name] = dist
         _state.installed.add(ep.name)
@@ -195,9 +210,9 @@ def _collect() -> dict[str, dict[str, Registered]]:
             def register(cls, kind=kind, got=got):
                 _check_class(kind, cls); got.append(cls)
             try:
-                impl.function(**{arg: register for arg in impl.argnames})
+                with _stdout_to_stderr(): impl.function(**{arg: register for arg in impl.argnames})
                 for cls in got: _add(table, kind, cls, plugin)
-            except Exception as e:
+            except BaseException as e:
                 if plugin in _state.installed: _skip(plugin, _state.distribution.get(plugin), e); continue
                 e.add_note(f'raised by calibkit {_where(plugin)} in hook register_{kind}s')
                 raise
@@ -249,6 +264,41 @@ def grouper(name: str, **params):
 def recalibrator(name: str, **params):
     "A new instance of the recalibrator registered as `name`, built with `params`."
     return _make('recalibrator', name, params)
+
+# %% ../nbs/10_plugins.ipynb #4539f167
+class PluginError(Exception):
+    "An installed plugin's method raised, or returned NaN: the message names the plugin and its distribution."
+
+_GUARDED = {'extractor': ('extract',), 'grouper': ('fit', 'assign'), 'recalibrator': ('fit', 'transform', 'predict')}
+
+def _nan_count(out) -> int:
+    "NaN values in a method's floating-point output (an array, a Series, or a frame's `conf`); 0 for anything else."
+    vals = out['conf'] if isinstance(out, pd.DataFrame) and 'conf' in out.columns else out
+    if not isinstance(vals, (np.ndarray, pd.Series)) or np.asarray(vals).dtype.kind != 'f': return 0
+    return int(np.isnan(np.asarray(vals)).sum())
+
+def _guarded_method(where: str, name: str, method):
+    def call(self, *args, **kw):
+        try: out = method(self, *args, **kw)
+        except PluginError: raise
+        except Exception as e: raise PluginError(f'{where}: {name}() raised {_one_line(e)}') from e
+        if name != 'fit' and (bad := _nan_count(out)):
+            raise PluginError(f'{where}: {name}() returned {bad} NaN values of {len(out)}')
+        return out
+    return functools.wraps(method)(call)
+
+def guard(kind: str,  # 'extractor', 'grouper' or 'recalibrator'
+          obj,  # an instance of a class registered as `kind`
+          ):
+    """`obj` (an instance of a registered `kind` class) made to name its plugin and distribution when a method raises
+    or returns NaN; instances of calibkit's own classes are returned as they are."""
+    r = next((r for r in registry()[kind].values() if r.cls is type(obj)), None)
+    if r is None or r.distribution == 'calibkit': return obj
+    where = f'{kind} {r.name!r} from calibkit {_where(r.plugin)}'
+    ns = {m: _guarded_method(where, m, getattr(r.cls, m)) for m in _GUARDED[kind] if callable(getattr(r.cls, m, None))}
+    same = dict(__module__=r.cls.__module__, __qualname__=r.cls.__qualname__)
+    obj.__class__ = type(r.cls.__name__, (r.cls,), ns | same)
+    return obj
 
 # %% ../nbs/10_plugins.ipynb #5b91ca96
 def _version(dist: str | None) -> str | None:

@@ -214,11 +214,15 @@ class BetaCalibration(Recalibrator):
     description = 'Beta calibration (Kull et al. 2017): logistic regression on ln q and -ln(1-q), a, b >= 0 (betacal parameters="abm")'
 
     def _fit(self, c, y):
-        x = _beta_features(c)
-        a, b, self.c_ = logistic_fit(x, y.astype(np.float64), start=[1.0, 1.0, 0.0])
-        if a < 0: (b, self.c_), a = logistic_fit(x[:, 1:], y.astype(np.float64), start=[1.0, 0.0]), 0.0    # refit without ln q
-        elif b < 0: (a, self.c_), b = logistic_fit(x[:, :1], y.astype(np.float64), start=[1.0, 0.0]), 0.0  # refit without ln(1-q)
-        self.a_, self.b_, self.c_ = float(a), float(b), float(self.c_)
+        x, t = _beta_features(c), y.astype(np.float64)
+        keep = [0, 1]                                    # features in the model: 0 is ln q (a), 1 is −ln(1 − q) (b)
+        while True:                                      # as betacal: a negative coefficient drops its feature
+            th = logistic_fit(x[:, keep], t, start=[1.0] * len(keep) + [0.0]) if keep else np.r_[_logit(t.mean(), 0)]
+            neg = [k for k, w in zip(keep, th[:-1]) if w < 0]
+            if not neg: break
+            keep.remove(neg[0])                          # ... and, unlike betacal, so does a negative refitted one
+        coef = dict(zip(keep, th[:-1]))
+        self.a_, self.b_, self.c_ = float(coef.get(0, 0.0)), float(coef.get(1, 0.0)), float(th[-1])
 
     @property
     def m_(self) -> float:

@@ -397,3 +397,13 @@ def test_bootstrap_shows_progress_unless_quiet(monkeypatch, capsys):
     monkeypatch.setenv('CALIBKIT_QUIET', '1')
     calib_mse_interval(np.linspace(.05, .95, 40), np.arange(40) % 3 == 0, n_bins=2, n_samples=20, method='bootstrap')
     assert 'bootstrap' not in capsys.readouterr().err
+
+
+def test_fixed_width_bins_are_bounded_by_the_number_of_events():
+    "Issue 23: `--binning fixed_width --n-bins 10000000` on 5,000 events peaked at 1.7 GB; now refused before allocating."
+    from calibkit.binning import FREE_FIXED_BINS, fixed_width_stats
+    q = np.linspace(0, 1, 5000); y = np.arange(5000) % 2
+    with pytest.raises(ValueError, match=r'n_bins must be an integer in \[1, 10000\] \(fixed-width bins for 5000 events'):
+        fixed_width_stats(q, y, n_bins=10**7)
+    assert fixed_width_stats(q, y, n_bins=FREE_FIXED_BINS).total == 5000
+    assert len(fixed_width_stats(np.linspace(0, 1, 20_000), np.arange(20_000) % 2, n_bins=20_000).n) == 20_000

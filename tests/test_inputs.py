@@ -240,3 +240,94 @@ def test_repeated_parquet_column_refused(tmp_path):
     p = tmp_path/'d.parquet'
     pq.write_table(pa.table([pa.array([.9]), pa.array([1]), pa.array([.1])], names=['conf', 'correct', 'conf']), p)
     assert error(lambda: read_events(p)) == f"{p}: column(s) ['conf'] appear more than once; keep one of each"
+
+
+# ---------------------------------------------------------------- issue 23: misreads and true locations
+
+def test_row_with_extra_fields_refused_naming_its_line(tmp_path):
+    "S1: pandas would make the first column the index and shift the others (mean conf 0.667 instead of 0.6)."
+    p = write(tmp_path/'s.csv', 'conf,correct\n0.9,1,0\n0.3,0,1\n0.6,1,1\n')
+    assert error(lambda: read_events(p)) == (f'{p}: line 2: 3 fields, but the header names 2 (conf,correct); '
+                                             'a field holding the separator must be quoted')
+    p = write(tmp_path/'t.csv', 'conf,correct\n0.9,1\n\n0.3,0,1\n')
+    assert error(lambda: read_events(p)).startswith(f'{p}: line 4: 3 fields')
+
+
+@pytest.mark.parametrize('text, line', [('conf,correct\n0.5,1\n\n\nbad,0\n', 5),
+                                        ('conf,correct,label\n0.5,1,"a\nb"\nbad,0,x\n', 4),
+                                        ('conf,correct,label\n0.5,1,"a\n\nb"\n\n0.4,0,y\nbad,0,x\n', 7),
+                                        ('\ufeffconf,correct\r\n0.5,1\r\n\r\nbad,0\r\n', 4)])
+def test_true_line_numbers(tmp_path, text, line):
+    "E1: blank lines and quoted multi-line fields are counted as lines of the file."
+    p = write(tmp_path/'e.csv', text)
+    assert error(lambda: read_events(p)) == f"{p}: column 'conf', line {line}: 'bad' is not a number"
+
+
+def test_jsonl_blank_lines_counted(tmp_path):
+    p = write(tmp_path/'e.jsonl', '{"conf": 0.5, "correct": 1}\n\n\n{"conf": 1.5, "correct": 1}\n')
+    assert error(lambda: read_events(p)) == f"{p}: column 'conf', line 4: 1.5 is outside [0, 1]"
+
+
+def test_json_labels_are_the_written_text(tmp_path):
+    "S3: a JSON number label keeps its JSON text; objects and arrays are refused."
+    p = write(tmp_path/'e.jsonl', '{"conf": 0.9, "correct": 1, "label": 1e2, "item": "a"}\n'
+                                  '{"conf": 0.8, "correct": 0, "label": 1.0, "item": 7}\n'
+                                  '{"conf": 0.7, "correct": 0, "label": "x", "item": 0.10}\n')
+    ev = read_events(p)
+    assert ev.label.tolist() == ['1e2', '1.0', 'x'] and ev.conf.tolist() == [0.9, 0.8, 0.7]
+    assert ev.item.tolist() == ['a', '7', '0.10']
+    for bad in ('{"a": 1}', '[1, 2]'):
+        p = write(tmp_path/'o.jsonl', '{"conf": 0.9, "correct": 1, "label": "N"}\n{"conf": 0.9, "correct": 1, "label": %s}\n' % bad)
+        assert "column 'label', line 2:" in error(lambda: read_events(p)) and 'is an object or array' in error(lambda: read_events(p))
+
+
+def test_duplicate_json_keys_refused(tmp_path):
+    p = write(tmp_path/'e.jsonl', '{"conf": 0.9, "correct": 1}\n{"conf": 0.9, "correct": 1, "conf": 0.1}\n')
+    assert error(lambda: read_events(p)) == f"{p}: line 2: key 'conf' appears twice in one object"
+    p = write(tmp_path/'c.json', '{"N": 5, "V": 2, "N": 7}')
+    assert "key 'N' appears twice" in error(lambda: read_counts(p))
+
+
+def test_parquet_binary_labels_decoded_or_refused(tmp_path):
+    p = tmp_path/'e.parquet'
+    pd.DataFrame({'conf': [.9, .1], 'correct': [1, 0], 'label': [b'A', 'caf\xe9'.encode()]}).to_parquet(p)
+    assert read_events(p).label.tolist() == ['A', 'café']
+    pd.DataFrame({'conf': [.9, .1], 'correct': [1, 0], 'label': [b'A', b'\xff']}).to_parquet(p)
+    assert error(lambda: read_events(p)) == f"{p}: column 'label', row 1: b'\\xff' is bytes that are not UTF-8 text"
+
+
+@pytest.mark.parametrize('name, text, says', [('t.json', '{"N": true, "V": 2}', "count for label 'N' is 'true'"),
+                                              ('n.json', '{"N": null}', "count for label 'N' is 'null'"),
+                                              ('i.csv', 'N,inf\n', "count for label 'N' is 'inf'"),
+                                              ('h.csv', 'N,1e400\n', "count for label 'N' is '1e400'"),
+                                              ('b.csv', 'N,99999999999999999999\n', "count for label 'N' is"),
+                                              ('e.csv', 'label,count\n', 'no counts (the file holds no label,count rows)'),
+                                              ('e.json', '{}', 'no counts'),
+                                              ('x.csv', 'N,1\n\nV,2,3\n', 'line 3: 3 fields, but the header names 2')])
+def test_bad_counts_named(tmp_path, name, text, says):
+    "S3/E2: true is not 1, inf and header-only files are named with the file, never a raw pandas message."
+    p = write(tmp_path/name, text)
+    msg = error(lambda: read_counts(p))
+    assert msg.startswith(f'{p}: ') and says in msg, msg
+
+
+def test_not_regular_files_named_as_what_they_are(tmp_path):
+    "E5: a FIFO or /dev/null is not 'no such file'; a newline in a name is quoted."
+    import os
+    from calibkit.inputs import NoInputError
+    os.mkfifo(tmp_path/'p.csv')
+    with pytest.raises(NoInputError, match='is a FIFO'): read_events(tmp_path/'p.csv')
+    with pytest.raises(NoInputError, match='^/dev/null: is a device'): read_counts('/dev/null')
+    p = write(tmp_path/'a\nb.csv', 'conf,correct\nx,1\n')
+    assert error(lambda: read_events(p)) == f"{str(p)!r}: column 'conf', line 2: 'x' is not a number"
+
+
+def test_deep_json_nesting_named(tmp_path):
+    "E3: 100k nested brackets: one line naming the file and line, not a RecursionError."
+    p = write(tmp_path/'d.jsonl', '{"conf": 0.5, "correct": 1}\n{"conf": ' + '[' * 100_000 + '\n')
+    assert error(lambda: read_events(p)) == f'{p}: line 2: JSON nested too deeply for Python to parse'
+
+
+def test_scores_below_threshold_named(tmp_path):
+    p = _npz(tmp_path/'s.npz', np.array([[.6, .4]]), [0])
+    assert error(lambda: read_scores(p, threshold=.9)) == f'{p}: no score of the 2 cells reaches the threshold 0.9'

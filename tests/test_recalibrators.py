@@ -295,12 +295,14 @@ def test_beta_calibration_equals_betacal(seed):
     warnings.resetwarnings()                                   # betacal switches all warnings off
     mine = BetaCalibration().fit(q, y)
     t = np.r_[0, 1, rng.random(500)]
+    a, b, m = ref.calibrator_.map_
+    if seed == 2:                        # decreasing data: betacal refits with a = 0 and keeps b < 0 (a decreasing map);
+        assert a == 0 and b < 0 and mine.a_ == mine.b_ == 0            # calibkit drops b too (a, b >= 0 as documented)
+        return
     np.testing.assert_allclose(mine.transform(t), ref.predict(t), atol=1e-3)
     nll = lambda pr: -np.mean(y * np.log(pr) + (1 - y) * np.log1p(-pr))
     assert nll(mine.transform(q)) <= nll(ref.predict(q)) + 1e-12       # the exact optimum: never a worse fit than betacal's
-    a, b, m = ref.calibrator_.map_
     assert (mine.a_ == 0) == (a == 0) and (mine.b_ == 0) == (b == 0)   # the same a < 0 / b < 0 refits
-    if seed == 2: assert mine.a_ == 0 and mine.b_ < 0                  # decreasing data: a refit with a = 0
     if seed == 3: assert mine.b_ == 0
 
 
@@ -377,3 +379,36 @@ def test_beta_calibration_where_betacals_solver_stops_short():
     mine = BetaCalibration().fit(q, y)
     nll = lambda pr: -np.mean(y * np.log(pr) + (1 - y) * np.log1p(-pr))
     assert nll(mine.transform(q)) < nll(ref.predict(q)) and np.abs(mine.transform(q) - ref.predict(q)).max() < 1e-2
+
+
+@pytest.mark.parametrize('case', ['anti-calibrated', 'scores only 0/1', 'scores only 0/1, separable'])
+def test_beta_calibration_keeps_a_b_nonnegative_and_the_map_monotone(case):
+    "Issue 23 S4: b_ = -5.8e7 and transform([0, .5, 1]) = [1, 0, 0] on 0/1 scores; b_ = -1.99 on anti-calibrated data."
+    rng = np.random.default_rng(3)
+    if case == 'anti-calibrated':
+        q = rng.random(4000); y = (rng.random(4000) < 1 - q).astype(np.uint8)
+    else:
+        q = np.r_[np.zeros(500), np.ones(500)]
+        y = (q == 1).astype(np.uint8) if 'separable' in case else (rng.random(1000) < .5).astype(np.uint8)
+    f = BetaCalibration().fit(q, y)
+    out = f.transform(np.linspace(0, 1, 201))
+    assert f.a_ >= 0 and f.b_ >= 0 and np.isfinite([f.a_, f.b_, f.c_]).all()
+    assert np.isfinite(out).all() and (np.diff(out) >= 0).all()
+    if case != 'scores only 0/1, separable':                    # no monotone signal: the constant map at the base rate
+        assert f.a_ == f.b_ == 0 and np.allclose(out, y.mean(), atol=1e-12)
+    else: assert out[0] < 1e-6 and out[-1] > 1 - 1e-6
+
+
+def test_beta_calibration_refit_as_betacal_where_betacal_is_monotone():
+    "Where betacal's refit coefficient is non-negative the two agree; where it is negative ours is the constant map."
+    from betacal import BetaCalibration as RefBeta
+    rng = np.random.default_rng(11)
+    q = rng.beta(2, 2, 3000)
+    for p in (q ** 2, 1 - q):
+        y = (rng.random(3000) < p).astype(int)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore'); ref = RefBeta(parameters='abm').fit(q, y)
+        warnings.resetwarnings()
+        mine = BetaCalibration().fit(q, y)
+        if min(ref.calibrator_.map_[:2]) >= 0: assert np.max(np.abs(ref.predict(q) - mine.transform(q))) < 1e-3
+        else: assert (mine.a_, mine.b_) == (0.0, 0.0) and np.allclose(mine.transform(q), y.mean())

@@ -1,0 +1,202 @@
+"""Issue 23 at the command line: no silent misread, every failure one line with its documented exit status naming its
+source (file and true line, flag, or plugin and distribution), inputs checked before the output folder, and installed
+plugins that raise or print at import breaking only themselves."""
+import json, os, textwrap
+from pathlib import Path
+import numpy as np, pandas as pd, pytest
+from clidata import calibkit
+
+
+@pytest.fixture(scope='module')
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp('inputs')
+    rng = np.random.default_rng(0)
+    q = rng.beta(2, 2, 400)
+    pd.DataFrame(dict(conf=q, correct=(rng.random(400) < q).astype(int), label=rng.choice(list('ABC'), 400))).to_csv(
+        d/'test.csv', index=False)
+    return d
+
+
+def one_line(r, code: int) -> str:
+    "The single stderr line of a failed run, after checking its exit status and that no traceback was shown."
+    assert r.returncode == code, (r.returncode, r.stderr)
+    assert r.stderr.count('\n') == 1 and r.stderr.startswith('calibkit: error: ') and 'Traceback' not in r.stderr, r.stderr
+    return r.stderr[len('calibkit: error: '):-1]
+
+
+def test_row_with_extra_fields_is_an_error_with_its_line(tmp_path):
+    "S1: the columns were shifted by one and the run exited 0 with mean conf 0.667."
+    p = tmp_path/'s.csv'
+    p.write_text('conf,correct\n0.9,1,0\n0.3,0,1\n0.6,1,1\n')
+    assert one_line(calibkit('report', p, '--json'), 65).startswith(f'{p}: line 2: 3 fields, but the header names 2')
+
+
+@pytest.mark.parametrize('text, line', [('conf,correct\n0.5,1\n\n\nbad,0\n', 5), ('conf,correct,l\n0.5,1,"a\nb"\nbad,0,x\n', 4)])
+def test_true_line_at_the_command_line(tmp_path, text, line):
+    p = tmp_path/'e.csv'
+    p.write_text(text)
+    assert one_line(calibkit('report', p, '--json'), 65) == f"{p}: column 'conf', line {line}: 'bad' is not a number"
+
+
+@pytest.mark.parametrize('args, says', [
+    (['--param', 'x=NaN'], "'x=NaN': NaN is not a value"),
+    (['--param', 'x=-Infinity'], 'is not a value a plugin can use'),
+    (['--param', 'n_bins=3'], '--param needs --recalibrator'),
+    (['--recalibrator', 'none', '--param', 'n_bins=3'], '--param needs --recalibrator'),
+    (['--counts', 'c.csv'], '--counts needs --grouper'),
+    (['--n-groups', '3'], '--n-groups needs --grouper'),
+    (['--fit', 'test.csv'], '--fit needs --recalibrator or --grouper'),
+    (['--n-samples', '1000000000'], '--n-samples must be an integer in [2, 10000]'),
+])
+def test_flags_that_configure_nothing_or_too_much_are_usage_errors(data, tmp_path, args, says):
+    "S2/E3/E4: before anything is read or allocated; no output folder appears."
+    r = calibkit('report', data/'test.csv', *args, '--out', tmp_path/'r')
+    assert says in one_line(r, 2) and not (tmp_path/'r').exists()
+
+
+def test_bad_and_unknown_plugin_parameters_share_one_exit_status(data):
+    "E4: a value the recalibrator refuses and a parameter it does not take are both 65 (EX_DATAERR)."
+    base = ('report', data/'test.csv', '--json', '--fit', data/'test.csv', '--recalibrator', 'histogram', '--param')
+    assert 'n_bins must be an integer >= 1' in one_line(calibkit(*base, 'n_bins=-1'), 65)
+    assert "unexpected keyword argument 'nbins'" in one_line(calibkit(*base, 'nbins=3'), 65)
+    assert "unknown recalibrator 'histogramm'" in one_line(calibkit(*base[:-2], 'histogramm'), 2)
+
+
+def test_recalibrator_none_needs_no_fit(data):
+    r = calibkit('report', data/'test.csv', '--json', '--recalibrator', 'none')
+    assert r.returncode == 0, r.stderr
+    assert {m['stage'] for m in json.loads(r.stdout)['metrics']} == {'before'}
+
+
+def test_demo_only_bogus_is_a_usage_error_listing_the_names(tmp_path):
+    msg = one_line(calibkit('demo', '--only', 'synthetic,bogus', '--out', tmp_path/'d'), 2)
+    assert msg.startswith('--only: unknown demo(s) bogus; known: synthetic') and not (tmp_path/'d').exists()
+
+
+def test_per_class_over_too_many_labels_is_refused_before_computing(tmp_path):
+    p = tmp_path/'many.csv'
+    n = 12_000
+    pd.DataFrame(dict(conf=np.linspace(0, 1, n), correct=np.arange(n) % 2, label=np.arange(n) // 2)).to_csv(p, index=False)
+    msg = one_line(calibkit('report', p, '--grouper', 'per_class', '--out', tmp_path/'r'), 65)
+    assert msg.startswith('--grouper per_class: 6000 labels need about 12000 bins') and not (tmp_path/'r').exists()
+
+
+def test_threshold_leaving_nothing_names_the_file(data, tmp_path):
+    "E2: not 'conf is empty'."
+    assert one_line(calibkit('report', data/'test.csv', '--json', '--threshold', '0.9999'), 65) == \
+        f'{data/"test.csv"}: all 400 events score below --threshold 0.9999'
+    np.savez(tmp_path/'s.npz', scores=np.array([[.6, .4]]), gold=np.array([0]))
+    assert 'no score of the 2 cells reaches the threshold 0.9' in one_line(
+        calibkit('report', tmp_path/'s.npz', '--json', '--threshold', '0.9'), 65)
+
+
+def test_counts_with_inf_or_no_rows_name_the_file(data, tmp_path):
+    for text, says in (('label,count\nA,inf\nB,3\nC,2\n', "count for label 'A' is 'inf'"), ('label,count\n', 'no counts')):
+        (tmp_path/'c.csv').write_text(text)
+        msg = one_line(calibkit('report', data/'test.csv', '--json', '--grouper', 'tfg', '--counts', tmp_path/'c.csv'), 65)
+        assert msg.startswith(f'{tmp_path/"c.csv"}: ') and says in msg
+
+
+def test_deep_json_and_closed_stdin_are_not_exit_1(tmp_path):
+    "E3: RecursionError and a closed standard input had exit status 1 and no file named."
+    p = tmp_path/'d.jsonl'
+    p.write_text('{"conf": ' + '[' * 100_000 + '\n')
+    assert one_line(calibkit('report', p, '--json'), 65) == f'{p}: line 1: JSON nested too deeply for Python to parse'
+    import subprocess
+    from clidata import ENV, EXE
+    r = subprocess.run(f'{EXE} report - --format csv --json <&-', shell=True, capture_output=True, text=True, env=ENV)
+    assert one_line(r, 66) == 'standard input is closed: nothing to read for -'
+
+
+def test_fifo_dev_null_and_newline_names(data, tmp_path):
+    "E5: not 'no such file'; a newline in a file name is quoted, so the message stays one line."
+    os.mkfifo(tmp_path/'p.csv')
+    assert 'p.csv: is a FIFO (named pipe), not a regular file' in one_line(calibkit('report', tmp_path/'p.csv', '--json'), 66)
+    assert one_line(calibkit('report', '/dev/null', '--json'), 66).startswith('/dev/null: is a device, not a regular file')
+    p = tmp_path/'a\nb.csv'
+    p.write_text('conf,correct\nx,1\n')
+    assert one_line(calibkit('report', p, '--json'), 65) == f"{str(p)!r}: column 'conf', line 2: 'x' is not a number"
+
+
+def test_input_is_checked_before_the_output_folder(tmp_path):
+    "E5: a missing input was reported as 'test-calibration exists' (73)."
+    (tmp_path/'test-calibration').mkdir()
+    assert one_line(calibkit('report', 'test.csv', cwd=tmp_path), 66) == 'test.csv: no such file'
+    (tmp_path/'test.csv').write_text('conf,correct\n0.5,x\n')
+    assert "column 'correct', line 2" in one_line(calibkit('report', 'test.csv', cwd=tmp_path), 65)
+
+
+# --- installed plugins: a dist-info with an entry point on PYTHONPATH, loaded (IN_TEST=0) by a real `calibkit` ---
+
+def plugin_dist(d: Path, body: str) -> dict:
+    "Environment for a run that sees distribution `odd-plugin` 1.0, entry point `odd` = module `calibkit_odd_mod` (`body`)."
+    info = d/'odd_plugin-1.0.dist-info'
+    info.mkdir()
+    (info/'METADATA').write_text('Metadata-Version: 2.1\nName: odd-plugin\nVersion: 1.0\n')
+    (info/'entry_points.txt').write_text('[calibkit]\nodd = calibkit_odd_mod\n')
+    (d/'calibkit_odd_mod.py').write_text(textwrap.dedent(body))
+    return dict(IN_TEST='0', PYTHONPATH=os.pathsep.join([str(d), os.environ.get('PYTHONPATH', '')]))
+
+
+@pytest.mark.parametrize('body', ['import sys; sys.exit(3)', 'raise KeyboardInterrupt', 'raise SystemExit("bye")'])
+def test_plugin_exiting_at_import_breaks_only_itself(data, tmp_path, body):
+    "P1: sys.exit(3) at import made every command exit 3 silently; KeyboardInterrupt exited 130."
+    env = plugin_dist(tmp_path, body)
+    r = calibkit('plugins', '--json', env=env)
+    assert r.returncode == 0 and {'isotonic', 'tfg'} <= {p['name'] for p in json.loads(r.stdout)}, r.stderr
+    assert "calibkit plugin 'odd' (distribution 'odd-plugin') failed to load" in r.stderr
+    r = calibkit('report', data/'test.csv', '--json', '--fit', data/'test.csv', '--recalibrator', 'isotonic', env=env)
+    assert r.returncode == 0 and json.loads(r.stdout)['metrics'], r.stderr
+
+
+def test_plugin_printing_at_import_keeps_stdout_json(data, tmp_path):
+    "P2: the plugin's text was the first line of --json output."
+    env = plugin_dist(tmp_path, '''
+        import os, sys
+        print("hello from odd"); os.write(1, b"raw hello\\n"); sys.stdout.write("more\\n")
+        from calibkit.plugins import hookimpl
+        @hookimpl
+        def register_groupers(register): print("registering")
+    ''')
+    r = calibkit('report', data/'test.csv', '--json', '--grouper', 'shared', env=env)     # a plugin lookup loads them
+    assert r.returncode == 0, r.stderr
+    json.loads(r.stdout)                                              # nothing but the JSON
+    assert 'hello from odd' in r.stderr and 'raw hello' in r.stderr and 'registering' in r.stderr
+
+
+RECAL = '''
+    import numpy as np
+    from calibkit.plugins import hookimpl
+    class Odd:
+        name, description = 'odd', 'fails on purpose'
+        def __init__(self, how='raise'): self.how = how
+        def fit(self, X, y=None):
+            if self.how == 'raise': raise RuntimeError('fit exploded')
+            if self.how == 'key': raise KeyError('nope')
+            return self
+        def transform(self, X): return X.assign(conf=np.nan)
+    @hookimpl
+    def register_recalibrators(register): register(Odd)
+'''
+
+
+@pytest.mark.parametrize('how, says', [('raise', 'fit() raised RuntimeError: fit exploded'),
+                                       ('key', "fit() raised KeyError: 'nope'"),
+                                       ('nan', 'transform() returned 400 NaN values of 400')])
+def test_plugin_failures_name_the_plugin_and_its_distribution(data, tmp_path, how, says):
+    "E3: exit 1 with 'fit exploded' or \"'nope'\", or 'conf: 5000 of 5000 values are NaN', none naming the plugin."
+    r = calibkit('report', data/'test.csv', '--json', '--fit', data/'test.csv', '--recalibrator', 'odd', '--param', f'how="{how}"',
+                 env=plugin_dist(tmp_path, RECAL))
+    assert one_line(r, 70) == f"recalibrator 'odd' from calibkit plugin 'odd' (distribution 'odd-plugin'): {says}"
+
+
+def test_huge_fixed_width_n_bins_allocates_nothing_big(data):
+    "Resources: peak RSS of the whole command stays far below the 1.7 GB it reached."
+    import subprocess, sys
+    from clidata import ENV, EXE
+    probe = (f'import resource, subprocess, sys; r = subprocess.run([{EXE!r}, "report", {str(data/"test.csv")!r}, "--json", '
+             f'"--binning", "fixed_width", "--n-bins", "10000000"], capture_output=True, text=True); '
+             f'print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.stderr.strip())')
+    code, kb, err = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, env=ENV).stdout.split(' ', 2)
+    assert code == '65' and 'n_bins must be an integer in [1, 10000]' in err
+    assert int(kb) < 400_000, kb                                           # KiB: below 400 MB
