@@ -145,7 +145,8 @@ def group_bins(c, y, gid, n_groups: int, *, n_bins=None, bin_size=None, binning=
         st = BinStats(n=n[keep].astype(np.int64), sum_conf=count(c)[keep], sum_correct=count(y)[keep],
                       lo=np.tile(edges[:-1], n_groups)[keep], hi=np.tile(edges[1:], n_groups)[keep])
         return st, keep // b + 1
-    order = np.lexsort((c, gid))                          # by group, then by confidence
+    order = np.argsort(c, kind='stable')
+    order = order[np.argsort(gid[order], kind='stable')]  # by group, then by confidence (two sorts: faster than lexsort)
     gs, cs, ys = gid[order], c[order].astype(np.float64), y[order]
     size = np.bincount(gid, minlength=n_groups + 1)[1:]
     g = np.flatnonzero(size)                              # the groups with events (0-based)
@@ -162,8 +163,8 @@ def group_bins(c, y, gid, n_groups: int, *, n_bins=None, bin_size=None, binning=
     run_lo = np.maximum.accumulate(np.where(new, np.arange(len(cs)), 0))
     run_hi = np.r_[np.flatnonzero(new)[1:], len(cs)][np.cumsum(new) - 1]
     a, h = run_lo[starts], run_hi[starts]
-    starts = np.unique(np.where(starts - a > h - starts, h, a))
-    starts = starts[starts < len(cs)]
+    starts = np.where(starts - a > h - starts, h, a)      # still ascending: cuts move within their run
+    starts = starts[np.r_[True, np.diff(starts) > 0] & (starts < len(cs))]
     ends = np.r_[starts[1:], len(cs)]
     st = BinStats(n=(ends - starts).astype(np.int64), sum_conf=np.add.reduceat(cs, starts),
                   sum_correct=np.add.reduceat(ys, starts, dtype=np.float64), lo=cs[starts], hi=cs[ends - 1])
@@ -374,7 +375,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             sg, bg = group_bins(c, y, gid, g.n_groups_, n_bins=n_bins, bin_size=bin_size, binning=gb)
             t = group_metrics(sg, bg, level=level, n_samples=n_samples, seed=seed)
             codes = pd.factorize(ev['label'])[0].astype(np.int64)
-            t['n_labels'] = np.bincount(np.unique(gid * (codes.max() + 1) + codes) // (codes.max() + 1),
+            pair = np.sort(gid * (codes.max() + 1) + codes)      # (group, label) pairs: count each once
+            t['n_labels'] = np.bincount(pair[np.r_[True, np.diff(pair) > 0]] // (codes.max() + 1),
                                         minlength=g.n_groups_ + 1)[t.group]
             if members is not None: t.insert(1, 'members', members.reindex(t.group).to_numpy())
             groups.append(t.assign(stage=stage))
