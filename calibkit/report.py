@@ -22,7 +22,13 @@ __all__ = ['METRICS', 'CI_BUDGET', 'MAX_PANELS', 'MAX_HTML_GROUPS', 'MARKER', 's
            'glob_escape', 'write_manifest', 'replace_folder']
 
 # %% ../nbs/60_report.ipynb #549d15c2
-def stage_stats(c, y, *, n_bins=None, bin_size=None, binning='equal_mass', warn=None) -> BinStats:
+def stage_stats(c,  # a stage's confidences
+                y,  # and outcomes (0/1)
+                *, n_bins=None,  # bins asked for (default: the settings'); capped at the number of events
+                bin_size=None,  # or events per equal-mass bin
+                binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive'
+                warn=None,  # called with a message when n_bins is capped
+                ) -> BinStats:
     "ONE `BinStats` (with moments) for a stage: `n_bins` capped at the number of events (`warn` is told), or `bin_size`; adaptive bins choose their own number."
     if binning == 'equal_mass' and bin_size is not None: bin_size = min(check_int('bin_size', bin_size, 1), len(c))
     elif binning == 'equal_mass':
@@ -31,7 +37,9 @@ def stage_stats(c, y, *, n_bins=None, bin_size=None, binning='equal_mass', warn=
         n_bins = min(n_bins, len(c))
     return bin_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, moments=True)
 
-def bins_note(st: BinStats, *, n_bins=None, bin_size=None, binning='equal_mass') -> str | None:
+def bins_note(st: BinStats,  # the stage's bins
+              *, n_bins=None, bin_size=None, binning='equal_mass',  # what was asked for (as `stage_stats`)
+              ) -> str | None:
     "Why `st` has fewer (non-empty) bins than asked for, in one sentence; for adaptive bins, how many they chose; else None."
     n, used = st.total, int(np.count_nonzero(st.n))
     if binning == 'adaptive': return f'adaptive binning (Ding et al. 2020) chose {used} bins for {n:,} events'
@@ -68,7 +76,11 @@ METRICS = {   # stable key -> (display name, one-line definition); the keys are 
                           'predicting the base rate.'),
 }
 
-def metric_rows(st: BinStats, *, level, n_samples, seed) -> list[dict]:
+def metric_rows(st: BinStats,  # the stage's bins, with moments
+                *, level,  # interval level
+                n_samples,  # resamples for the intervals
+                seed,  # their seed
+                ) -> list[dict]:
     "Every metric of `METRICS` (key, display name, estimate and interval, NaN where none) from ONE `BinStats` with moments."
     kw = dict(n_samples=n_samples, level=level, seed=seed)
     got = {'calib_mse': calib_mse_interval(st, **kw), 'calib_mse_debiased': calib_mse_interval(st, debias=True, **kw),
@@ -128,7 +140,13 @@ def _same_events(a, b) -> bool:
     return len(ca) == len(cb) and np.array_equal(ca, cb) and np.array_equal(ya, yb)
 
 # %% ../nbs/60_report.ipynb #6fb62127
-def group_bins(c, y, gid, n_groups: int, *, n_bins=None, bin_size=None, binning='equal_mass') -> tuple[BinStats, np.ndarray]:
+def group_bins(c,  # confidences
+               y,  # outcomes (0/1)
+               gid,  # each event's group, 1..n_groups
+               n_groups: int,  # number of groups
+               *, n_bins=None, bin_size=None,  # bins per group (capped at its events), or events per bin
+               binning='equal_mass',  # 'equal_mass' or 'fixed_width' (adaptive: equal-mass)
+               ) -> tuple[BinStats, np.ndarray]:
     """The bins of every group at once (vectorised over groups: no loop over them): one `BinStats` holding each group's bins
     in turn (ascending confidence within a group, empty bins dropped) and each bin's group id (1..n_groups). Equal-mass bins
     are cut per group as `equal_mass_stats` cuts them (`n_bins` or `bin_size` capped at the group's events, ties kept
@@ -173,7 +191,10 @@ def group_bins(c, y, gid, n_groups: int, *, n_bins=None, bin_size=None, binning=
 # %% ../nbs/60_report.ipynb #c80cb334
 CI_BUDGET = 5 * 10**7   # resampled bin values a report spends on the groups' intervals at most (memory and time)
 
-def group_metrics(st: BinStats, bg: np.ndarray, *, level, n_samples, seed) -> pd.DataFrame:
+def group_metrics(st: BinStats,  # every group's bins (`group_bins`)
+                  bg: np.ndarray,  # each bin's group
+                  *, level, n_samples, seed,  # interval level, resamples and seed (as `ece_interval`)
+                  ) -> pd.DataFrame:
     """GMCE (the l2 error of each group's bins) with the per-bin Normal-resampling interval of `ece_interval`, for all groups
     of `group_bins` at once: one row per group (`group, gmce, lo, hi, n_events, n_bins`). Groups with the same number of
     bins share the draws, exactly as `ece_interval(..., seed=seed)` draws them for each group alone; intervals are left
@@ -214,7 +235,10 @@ def _ranges(flag: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[dict]:
     first, stop = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
     return [dict(lo=float(lo[a]), hi=float(hi[b - 1]), bins=int(b - a)) for a, b in zip(first, stop)]
 
-def stage_verdict(bins: pd.DataFrame, rows: list[dict], level: float) -> dict:
+def stage_verdict(bins: pd.DataFrame,  # the stage's bins table (`bin_table`)
+                  rows: list[dict],  # its `metric_rows`
+                  level: float,  # the interval level
+                  ) -> dict:
     """What one stage's numbers say: the direction overall (mean confidence above or below accuracy by more than the
     accuracy's `level` interval, else 'neither') and the confidence ranges where bins are
     over- or under-confident (accuracy outside the bin's `level` interval, below or above the bin's mean confidence), the
@@ -236,7 +260,9 @@ def stage_verdict(bins: pd.DataFrame, rows: list[dict], level: float) -> dict:
 # %% ../nbs/60_report.ipynb #cbfd7466
 def _g(v: float) -> str: return f'{v:#.3g}'          # 3 significant digits, trailing zeros kept: 0.0100, 0.000220
 
-def verdict_text(v: dict, stage: str = '') -> list[str]:
+def verdict_text(v: dict,  # a `stage_verdict`
+                 stage: str = '',  # text put before the first sentence
+                 ) -> list[str]:
     "The sentences of a stage's verdict (`stage_verdict`), for the summary at the top of the report."
     pct = f'{v["level"]:.0%}'
     span = lambda r: f'{r["lo"]:.2f}' + (f'–{r["hi"]:.2f}' if f'{r["hi"]:.2f}' != f'{r["lo"]:.2f}' else '')
@@ -312,8 +338,13 @@ def _plugin_name(x) -> str | None:
     "A plugin as the user named it: the name typed, or a registered instance's `name` (its class name if it has none)."
     return x if x is None or isinstance(x, str) else getattr(x, 'name', '') or type(x).__name__
 
-def stage_name(stage: str, n_events: int, *, recalibrator=None, grouper=None, n_groups=None, fit_name=None,
-               n_fit=None) -> str:
+def stage_name(stage: str,  # 'before' or 'after'
+               n_events: int,  # events evaluated
+               *, recalibrator=None,  # the recalibrator's name (None: no recalibration)
+               grouper=None, n_groups=None,  # the grouper's name and number of groups (None: one recalibrator)
+               fit_name=None,  # what the fit events are called (default: 'the fit events')
+               n_fit=None,  # number of fit events
+               ) -> str:
     "What a stage is, in words: '[before recalibration: ]as given (5,000 events)', 'after isotonic, fitted on dev.csv (5,000 events)'."
     if stage == 'before': return ('before recalibration: ' if recalibrator is not None else '') + f'as given ({n_events:,} events)'
     per = f' (one per {grouper} group, {n_groups} groups)' if grouper is not None else ''
@@ -406,7 +437,8 @@ MAX_PANELS = 12   # group panels charted per stage: the most frequent groups (id
 
 def _short(text: str, width: int = 28) -> str: return text if len(text) <= width else text[:width - 1] + '…'
 
-def report_charts(r: Report) -> dict:
+def report_charts(r: Report,  # a calibration report
+                  ) -> dict:
     "Reliability chart of each stage and a grid of the `MAX_PANELS` most frequent groups, from the report's bins tables."
     from calibkit.charts import reliability, reliability_grid
     charts, t = {}, r.bins
@@ -433,7 +465,8 @@ MAX_HTML_GROUPS = 50   # group rows the page shows per stage (the most frequent)
 def _table(df: pd.DataFrame) -> str:
     return df.to_html(index=False, float_format=lambda v: f'{v:.4g}', na_rep='', border=0)
 
-def metrics_wide(m: pd.DataFrame) -> pd.DataFrame:
+def metrics_wide(m: pd.DataFrame,  # a report's metrics table
+                 ) -> pd.DataFrame:
     "One row per metric, one column per stage: 'estimate [lo, hi]'."
     fmt = lambda r: f'{r.estimate:.4g}' + ('' if np.isnan(r.lo) else f' [{r.lo:.4g}, {r.hi:.4g}]')
     cell = m.assign(value=m.apply(fmt, axis=1))
@@ -441,7 +474,8 @@ def metrics_wide(m: pd.DataFrame) -> pd.DataFrame:
         list(pd.unique(m.stage))].reset_index().rename_axis(columns=None)
 
 # %% ../nbs/60_report.ipynb #42849170
-def report_html(r: Report) -> str:
+def report_html(r: Report,  # a calibration report
+                ) -> str:
     "The self-contained HTML page of a report: summary (the verdict), data, metrics defined, warnings, reliability, groups, bins, provenance."
     from calibkit.charts import font_css, to_svg    # Altair is loaded only when a page is rendered
     e = html.escape
