@@ -107,3 +107,19 @@ def test_per_class_on_a_million_labels_takes_seconds():
     took = time.perf_counter() - t
     assert rep.groups.n_events.sum() == n and len(rep.groups) == ev.label.nunique()
     assert took < 60, f'{took:.0f} s'
+
+
+def test_per_class_on_a_thousand_labels_is_summarised_not_refused(tmp_path):
+    "The HTML shows the most frequent groups and says where the rest are; the chart grid shows 12 panels; files hold all."
+    rng = np.random.default_rng(1)
+    n = 20_000
+    q = rng.random(n)
+    pd.DataFrame(dict(conf=q, correct=(rng.random(n) < q).astype(int), label=[f'T{v}' for v in rng.integers(0, 1000, n)])
+                 ).to_csv(tmp_path/'t.csv', index=False)
+    r = calibkit('report', tmp_path/'t.csv', '--grouper', 'per_class', '--out', tmp_path/'r', '--n-samples', 50)
+    assert r.returncode == 0, r.stderr
+    page = html.unescape((tmp_path/'r'/'report.html').read_text())
+    assert 'The 50 most frequent groups of each stage are shown; 950 more rows are in groups.csv and metrics.json.' in page
+    assert 'Per group (before): the 12 most frequent of 1,000 groups' in (tmp_path/'r'/'groups_before.svg').read_text()
+    g = pd.read_csv(tmp_path/'r'/'groups.csv')
+    assert len(g) == 1000 and set(g.members) == {f'T{v}' for v in range(1000)} and g.n_events.sum() == n
