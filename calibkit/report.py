@@ -417,7 +417,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                                         minlength=g.n_groups_ + 1)[t.group]
             if members is not None: t.insert(1, 'members', members.reindex(t.group).to_numpy())
             groups.append(t.assign(stage=stage))
-            bins.append(bin_table(sg, level).reset_index().assign(stage=stage, group=bg.astype(str)))
+            ids = np.arange(g.n_groups_ + 1).astype(str).astype(object)   # each group's id as text, made once
+            bins.append(bin_table(sg, level).reset_index().assign(stage=stage, group=ids[bg]))
             if len(t) < g.n_groups_:
                 said.append(f'{g.n_groups_ - len(t)} of {g.n_groups_} groups have no {stage} events and are not in the group table')
     said += [str(w.message) for w in caught]
