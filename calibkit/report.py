@@ -37,6 +37,7 @@ def stage_stats(c,  # a stage's confidences
         n_bins = min(n_bins, len(c))
     return bin_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, moments=True)
 
+# %% ../nbs/60_report.ipynb #ea4249eb
 def bins_note(st: BinStats,  # the stage's bins
               *, n_bins=None, bin_size=None, binning='equal_mass',  # what was asked for (as `stage_stats`)
               ) -> str | None:
@@ -339,7 +340,7 @@ def _strict(x):
     if isinstance(x, np.integer): return int(x)
     return x
 
-# %% ../nbs/60_report.ipynb #2ec4d304
+# %% ../nbs/60_report.ipynb #b87f533c
 def _plugin_name(x) -> str | None:
     "A plugin as the user named it: the name typed, or a registered instance's `name` (its class name if it has none)."
     return x if x is None or isinstance(x, str) else getattr(x, 'name', '') or type(x).__name__
@@ -356,6 +357,7 @@ def stage_name(stage: str,  # 'before' or 'after'
     per = f' (one per {grouper} group, {n_groups} groups)' if grouper is not None else ''
     return f'after {recalibrator}{per}, fitted on {fit_name or "the fit events"} ({n_fit:,} events)'
 
+# %% ../nbs/60_report.ipynb #2ec4d304
 def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, correct (and label, to group)
                        *, fit: pd.DataFrame | None = None,  # held-out events the recalibrator is fitted on
                        counts=None,  # training label counts the grouper is fitted on (default: fit's or events' labels)
