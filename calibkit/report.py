@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
 from .events import as_pairs, check_choice, check_int
-from .binning import BINNINGS, BinStats, bin_stats, bin_table, fixed_width_edges, fixed_width_index, wsum, z_value
+from .binning import BINNINGS, BinStats, bin_stats, bin_table, group_bins, wsum, z_value
 from .metrics import brier, calib_mse_interval, ece_interval
 
 # %% auto #0
 __all__ = ['METRICS', 'CI_BUDGET', 'MAX_PANELS', 'MAX_HTML_GROUPS', 'MARKER', 'stage_stats', 'bins_note', 'metric_rows',
-           'make_grouper', 'make_recalibrator', 'recalibrated', 'group_bins', 'group_metrics', 'stage_verdict',
-           'verdict_text', 'Report', 'stage_name', 'calibration_report', 'report_charts', 'metrics_wide', 'report_html',
-           'OutputError', 'read_manifest', 'is_calibkit_folder', 'check_path', 'check_out', 'clean_stale',
-           'glob_escape', 'write_manifest', 'replace_folder']
+           'make_grouper', 'make_recalibrator', 'recalibrated', 'group_metrics', 'stage_verdict', 'verdict_text',
+           'Report', 'stage_name', 'calibration_report', 'report_charts', 'metrics_wide', 'report_html', 'OutputError',
+           'read_manifest', 'is_calibkit_folder', 'check_path', 'check_out', 'clean_stale', 'glob_escape',
+           'write_manifest', 'replace_folder']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -139,55 +139,6 @@ def _same_events(a, b) -> bool:
     "Whether two events frames hold the same (conf, correct) pairs in the same order."
     (ca, ya), (cb, yb) = as_pairs(a), as_pairs(b)
     return len(ca) == len(cb) and np.array_equal(ca, cb) and np.array_equal(ya, yb)
-
-# %% ../nbs/60_report.ipynb #6fb62127
-def group_bins(c,  # confidences
-               y,  # outcomes (0/1)
-               gid,  # each event's group, 1..n_groups
-               n_groups: int,  # number of groups
-               *, n_bins=None, bin_size=None,  # bins per group (capped at its events), or events per bin
-               binning='equal_mass',  # 'equal_mass' or 'fixed_width' (adaptive: equal-mass)
-               ) -> tuple[BinStats, np.ndarray]:
-    """The bins of every group at once (vectorised over groups: no loop over them): one `BinStats` holding each group's bins
-    in turn (ascending confidence within a group, empty bins dropped) and each bin's group id (1..n_groups). Equal-mass bins
-    are cut per group as `equal_mass_stats` cuts them (`n_bins` or `bin_size` capped at the group's events, ties kept
-    together); fixed-width bins are the same edges for every group. Adaptive bins are chosen per group's data, so groups
-    get equal-mass bins under `binning='adaptive'`."""
-    c, y, gid = np.asarray(c), np.asarray(y), np.asarray(gid, np.int64)
-    if binning == 'fixed_width':
-        edges = fixed_width_edges(default('n_bins', n_bins))
-        b = len(edges) - 1
-        key = (gid - 1) * b + fixed_width_index(c, edges)
-        count = lambda w=None: np.bincount(key, weights=w, minlength=n_groups * b)
-        n = count()
-        keep = np.flatnonzero(n)
-        st = BinStats(n=n[keep].astype(np.int64), sum_conf=count(c)[keep], sum_correct=count(y)[keep],
-                      lo=np.tile(edges[:-1], n_groups)[keep], hi=np.tile(edges[1:], n_groups)[keep])
-        return st, keep // b + 1
-    order = np.argsort(c, kind='stable')
-    order = order[np.argsort(gid[order], kind='stable')]  # by group, then by confidence (two sorts: faster than lexsort)
-    gs, cs, ys = gid[order], c[order].astype(np.float64), y[order]
-    size = np.bincount(gid, minlength=n_groups + 1)[1:]
-    g = np.flatnonzero(size)                              # the groups with events (0-based)
-    first = np.r_[0, np.cumsum(size)][g]                  # rank of each such group's first event
-    if bin_size is not None:
-        step = np.minimum(check_int('bin_size', bin_size, 1), size[g])
-        k = size[g] // step
-    else: k = np.minimum(check_int('n_bins', default('n_bins', n_bins), 1), size[g])
-    bg = np.repeat(np.arange(len(g)), k)                  # each bin's group (index into g)
-    j = np.arange(len(bg)) - np.repeat(np.cumsum(k) - k, k)
-    starts = first[bg] + (j * step[bg] if bin_size is not None else j * size[g][bg] // k[bg])
-    # ties: a cut inside a run of equal confidences (within a group) moves to the run's nearer end (its start on a half split)
-    new = np.r_[True, (gs[1:] != gs[:-1]) | (cs[1:] != cs[:-1])]
-    run_lo = np.maximum.accumulate(np.where(new, np.arange(len(cs)), 0))
-    run_hi = np.r_[np.flatnonzero(new)[1:], len(cs)][np.cumsum(new) - 1]
-    a, h = run_lo[starts], run_hi[starts]
-    starts = np.where(starts - a > h - starts, h, a)      # still ascending: cuts move within their run
-    starts = starts[np.r_[True, np.diff(starts) > 0] & (starts < len(cs))]
-    ends = np.r_[starts[1:], len(cs)]
-    st = BinStats(n=(ends - starts).astype(np.int64), sum_conf=np.add.reduceat(cs, starts),
-                  sum_correct=np.add.reduceat(ys, starts, dtype=np.float64), lo=cs[starts], hi=cs[ends - 1])
-    return st, gs[starts]
 
 # %% ../nbs/60_report.ipynb #c80cb334
 CI_BUDGET = 5 * 10**7   # resampled bin values a report spends on the groups' intervals at most (memory and time)
