@@ -120,16 +120,31 @@ class Grouper(BaseEstimator):
         return g.astype(np.intp)[codes]
 
     def table(self) -> pd.DataFrame:
-        "One row per group 1..G: group, n_tags, share (of training tokens), min_freq, max_freq, tags (the first few)."
+        """One row per group 1..G: group, members (one line naming the group: its tag, or its number of tags, training
+        frequency band and most frequent tags), n_tags, share (of training tokens), min_freq, max_freq, tags (the 5 most frequent)."""
         self._check_fitted()
-        freq = self.counts_ / self.counts_.sum()
-        by = pd.DataFrame({'freq': freq.to_numpy(float), 'tag': self.counts_.index}).groupby(self.groups_.to_numpy())
-        show = lambda t: ' '.join(map(str, t[:5])) + (' …' if len(t) > 5 else '')
-        t = pd.DataFrame({'n_tags': by.size(), 'share': by.freq.sum(), 'min_freq': by.freq.min(),
-                          'max_freq': by.freq.max(), 'tags': by.tag.agg(lambda s: show(list(s)))})
-        t = t.reindex(range(1, self.n_groups_ + 1))
-        t['n_tags'] = t.n_tags.fillna(0).astype(int); t['share'] = t.share.fillna(0.0); t['tags'] = t.tags.fillna('')
-        return t.rename_axis('group').reset_index()
+        G, gid = self.n_groups_, self.groups_.to_numpy()
+        freq = self.counts_.to_numpy(dtype=float) / self.counts_.to_numpy(dtype=float).sum()
+        order = np.argsort(gid, kind='stable')         # by group, and within a group by descending frequency (fit's order)
+        bounds = np.searchsorted(gid[order], np.arange(1, G + 2))
+        n_tags = np.diff(bounds)
+        rank = np.arange(len(gid)) - bounds[gid[order] - 1]                 # each tag's rank within its group
+        hi = np.where(n_tags > 0, freq[order[np.minimum(bounds[:-1], len(gid) - 1)]], 0.0)
+        lo = np.where(n_tags > 0, freq[order[np.maximum(bounds[1:] - 1, 0)]], 0.0)
+        names = self.counts_.index.astype(str).to_numpy(dtype=object)
+        tags = np.full(G, '', dtype=object)
+        for r in range(min(5, int(n_tags.max()))):                         # the 5 most frequent tags: a loop over ranks
+            at = order[rank == r]
+            tags[gid[at] - 1] += (' ' if r else '') + names[at]
+        tags[n_tags > 5] += ' …'
+        many = np.flatnonzero(n_tags > 1)
+        members = tags.copy()
+        members[many] = [f'{n} tags, frequency {a:.2g}–{b:.2g}: {t}' for n, a, b, t in
+                         zip(n_tags[many], hi[many], lo[many], tags[many])]    # a loop over the groups of several tags
+        return pd.DataFrame({'group': np.arange(1, G + 1), 'members': members, 'n_tags': n_tags,
+                             'share': np.bincount(gid - 1, weights=freq, minlength=G), 'min_freq': lo, 'max_freq': hi,
+                             'tags': tags})
+
 
 # %% ../nbs/20_groupers.ipynb #4606e8d7
 class Shared(Grouper):
@@ -178,18 +193,26 @@ class TagFrequency(Grouper):
 
 # %% ../nbs/20_groupers.ipynb #727dc384
 class PerClass(Grouper):
-    "One group per tag with at least `min_count` training tokens; a last group for the rest and unseen tags."
+    "One group per tag with at least `min_count` training tokens; a last group for the rarer tags and unseen ones, when there are rarer tags."
     name = 'per_class'
     description = 'One group per tag (one-vs-rest); tags below min_count training tokens and unseen tags share a last group'
 
-    def __init__(self, min_count: int = 1):
+    def __init__(self, min_count: int = 1):  # training tokens a tag needs for its own group
         self.min_count = min_count
 
     def _groups(self, counts):
         check_int('min_count', self.min_count, 1)
         own = counts.to_numpy(dtype=float) >= self.min_count    # a prefix: counts are in frequency order
         k = int(own.sum())
-        return np.where(own, np.arange(len(own)), k), k + 1
+        self.rest_ = k < len(own)                               # a last group only when some tag falls below min_count
+        return np.where(own, np.arange(len(own)), k), k + self.rest_
+
+    def _unseen(self, tags):
+        if self.rest_: return np.full(len(tags), np.nan)        # the last group: the rarer tags' (counted in a warning)
+        raise ValueError(f'per_class: {len(tags)} label(s) unseen in training have no group, e.g. {list(tags[:5])}: every '
+                         'training tag has its own group; give training counts that include them (--counts), or a '
+                         'min_count above some tag\'s count so that rare and unseen tags share a last group')
+
 
 # %% ../nbs/20_groupers.ipynb #2ec2a7f4
 def _top_level_slash(cat: str) -> int:

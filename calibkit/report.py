@@ -11,20 +11,24 @@ from pathlib import Path
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
 from .events import as_pairs, check_choice, check_int
-from .binning import bin_stats, bin_table
+from .binning import BINNINGS, BinStats, bin_stats, bin_table, group_bins, wsum, z_value
 from .metrics import brier, calib_mse_interval, ece_interval
 from .outdir import MARKER, claim
 
 # %% auto #0
-__all__ = ['BINNINGS', 'REPORT_FILES', 'stage_stats', 'metric_rows', 'make_grouper', 'make_recalibrator', 'recalibrated',
-           'Report', 'calibration_report', 'report_charts', 'metrics_wide', 'report_html']
+__all__ = ['METRICS', 'CI_BUDGET', 'MAX_PANELS', 'MAX_HTML_GROUPS', 'REPORT_FILES', 'stage_stats', 'bins_note', 'metric_rows',
+           'make_grouper', 'make_recalibrator', 'recalibrated', 'group_metrics', 'stage_verdict', 'verdict_text',
+           'Report', 'stage_name', 'calibration_report', 'report_charts', 'metrics_wide', 'report_html']
 
 # %% ../nbs/60_report.ipynb #549d15c2
-BINNINGS = ('equal_mass', 'fixed_width')
-
-def stage_stats(c, y, *, n_bins=None, bin_size=None, binning='equal_mass', warn=None):
-    "ONE `BinStats` (with moments) for a stage: `n_bins` capped at the number of events (`warn` is told), or `bin_size`."
-    check_choice('binning', binning, BINNINGS)
+def stage_stats(c,  # a stage's confidences
+                y,  # and outcomes (0/1)
+                *, n_bins=None,  # bins asked for (default: the settings'); capped at the number of events
+                bin_size=None,  # or events per equal-mass bin
+                binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive'
+                warn=None,  # called with a message when n_bins is capped
+                ) -> BinStats:
+    "ONE `BinStats` (with moments) for a stage: `n_bins` capped at the number of events (`warn` is told), or `bin_size`; adaptive bins choose their own number."
     if binning == 'equal_mass' and bin_size is not None: bin_size = min(check_int('bin_size', bin_size, 1), len(c))
     elif binning == 'equal_mass':
         n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
@@ -32,16 +36,59 @@ def stage_stats(c, y, *, n_bins=None, bin_size=None, binning='equal_mass', warn=
         n_bins = min(n_bins, len(c))
     return bin_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, moments=True)
 
+# %% ../nbs/60_report.ipynb #ea4249eb
+def bins_note(st: BinStats,  # the stage's bins
+              *, n_bins=None, bin_size=None, binning='equal_mass',  # what was asked for (as `stage_stats`)
+              ) -> str | None:
+    "Why `st` has fewer (non-empty) bins than asked for, in one sentence; for adaptive bins, how many they chose; else None."
+    n, used = st.total, int(np.count_nonzero(st.n))
+    if binning == 'adaptive': return f'adaptive binning (Ding et al. 2020) chose {used} bins for {n:,} events'
+    if binning == 'fixed_width':
+        asked = len(st.n)
+        return None if used == asked else f'{asked - used} of the {asked} fixed-width bins hold no events: {used} bins used'
+    asked = max(1, n // bin_size) if bin_size is not None else default('n_bins', n_bins)
+    if used >= asked: return None
+    if asked > n and bin_size is None and used == n: return f'{asked:,} bins were asked for but there are only {n:,} events: one event per bin'
+    return (f'{used} bins instead of {min(asked, n):,}: equal confidences are never split between bins, so bins '
+            'that would cut a run of ties were merged')
+
 # %% ../nbs/60_report.ipynb #eebaf160
-def metric_rows(st, *, level, n_samples, seed) -> list[dict]:
-    "CalibMSE, ECE (l1), SMCE (l2) and max bin gap with intervals, and the Brier split, all from ONE `BinStats`."
+METRICS = {   # stable key -> (display name, one-line definition); the keys are metrics.json's, the names the tables'
+    'calib_mse': ('CalibMSE', 'Σ over bins of (bin events / all events) · (mean confidence − accuracy)²: the squared '
+                  'calibration error (Kranzlein, Liu & Schneider 2021, §3); 0 is perfect.'),
+    'calib_mse_debiased': ('CalibMSE (debiased)', 'CalibMSE minus the noise floor: an estimate of the calibration error '
+                           'itself, without the part sampling noise adds; near 0 means no miscalibration is visible.'),
+    'noise_floor': ('noise floor', 'Σ over bins of (bin events / all events) · acc(1 − acc)/(n − 1): the CalibMSE a '
+                    'perfectly calibrated model would still show with these bins, from sampling noise alone.'),
+    'ece_l1': ('ECE (l1)', 'Σ over bins of (bin events / all events) · |mean confidence − accuracy|: the average gap '
+               'between confidence and accuracy (Guo et al. 2017).'),
+    'ece_l2': ('SMCE (l2)', '√CalibMSE: the root-mean-square gap between confidence and accuracy (on marginal events, the '
+               'shared marginal calibration error).'),
+    'ece_max': ('max bin gap', 'The largest |mean confidence − accuracy| of any bin.'),
+    'brier': ('Brier: brier', 'Mean of (confidence − outcome)² over events = calibration + refinement + within_bin.'),
+    'brier_calibration': ('Brier: calibration', 'The binned calibration term: equal to CalibMSE.'),
+    'brier_refinement': ('Brier: refinement', 'Σ over bins of (bin events / all events) · acc(1 − acc): how well the '
+                         'confidences separate correct from wrong (uncertainty − resolution).'),
+    'brier_within_bin': ('Brier: within_bin', 'What binning hides: the spread of confidences inside the bins.'),
+    'brier_resolution': ('Brier: resolution', 'Σ over bins of (bin events / all events) · (acc − overall accuracy)²: '
+                         'how much the bins\' accuracies differ from the base rate.'),
+    'brier_uncertainty': ('Brier: uncertainty', 'Overall accuracy · (1 − overall accuracy): the Brier score of always '
+                          'predicting the base rate.'),
+}
+
+def metric_rows(st: BinStats,  # the stage's bins, with moments
+                *, level,  # interval level
+                n_samples,  # resamples for the intervals
+                seed,  # their seed
+                ) -> list[dict]:
+    "Every metric of `METRICS` (key, display name, estimate and interval, NaN where none) from ONE `BinStats` with moments."
     kw = dict(n_samples=n_samples, level=level, seed=seed)
-    rows = [('CalibMSE', calib_mse_interval(st, **kw)),
-            ('ECE (l1)', ece_interval(st, norm='l1', **kw)),
-            ('SMCE (l2)', ece_interval(st, norm='l2', **kw)),
-            ('max bin gap', ece_interval(st, norm='max', **kw))]
-    rows += [(f'Brier: {k}', (v, np.nan, np.nan)) for k, v in brier(st)._asdict().items()]
-    return [dict(metric=m, estimate=e, lo=lo, hi=hi) for m, (e, lo, hi) in rows]
+    got = {'calib_mse': calib_mse_interval(st, **kw), 'calib_mse_debiased': calib_mse_interval(st, debias=True, **kw),
+           'noise_floor': (float(wsum(st.noise, st.weight)), np.nan, np.nan),
+           **{f'ece_{norm}': ece_interval(st, norm=norm, **kw) for norm in ('l1', 'l2', 'max')},
+           **{'brier' if k == 'brier' else f'brier_{k}': (v, np.nan, np.nan) for k, v in brier(st)._asdict().items()}}
+    return [dict(key=k, metric=METRICS[k][0], estimate=float(got[k][0]), lo=float(got[k][1]), hi=float(got[k][2]))
+            for k in METRICS]
 
 # %% ../nbs/60_report.ipynb #29bb9ab8
 def _accepts(obj, name: str) -> bool:
@@ -92,25 +139,126 @@ def _same_events(a, b) -> bool:
     (ca, ya), (cb, yb) = as_pairs(a), as_pairs(b)
     return len(ca) == len(cb) and np.array_equal(ca, cb) and np.array_equal(ya, yb)
 
+# %% ../nbs/60_report.ipynb #c80cb334
+CI_BUDGET = 5 * 10**7   # resampled bin values a report spends on the groups' intervals at most (memory and time)
+
+def group_metrics(st: BinStats,  # every group's bins (`group_bins`)
+                  bg: np.ndarray,  # each bin's group
+                  *, level, n_samples, seed,  # interval level, resamples and seed (as `ece_interval`)
+                  ) -> pd.DataFrame:
+    """GMCE (the l2 error of each group's bins) with the per-bin Normal-resampling interval of `ece_interval`, for all groups
+    of `group_bins` at once: one row per group (`group, gmce, lo, hi, n_events, n_bins`). Groups with the same number of
+    bins share the draws, exactly as `ece_interval(..., seed=seed)` draws them for each group alone; intervals are left
+    out (NaN, with a warning) when `n_samples` × bins exceeds `CI_BUDGET`."""
+    bounds = np.flatnonzero(np.r_[True, bg[1:] != bg[:-1]])            # each group's first bin
+    nb = np.diff(np.r_[bounds, len(bg)])
+    total = np.add.reduceat(st.n, bounds)
+    w = st.n / np.repeat(total, nb)
+    conf, acc = st.conf, st.acc
+    gmce = np.sqrt(np.add.reduceat(w * (conf - acc) ** 2, bounds))
+    lo, hi = np.full(len(nb), np.nan), np.full(len(nb), np.nan)
+    if n_samples * len(bg) > CI_BUDGET:
+        warnings.warn(f'per-group intervals left out: {len(nb):,} groups hold {len(bg):,} bins, and {n_samples:,} resamples '
+                      f'of each exceed {CI_BUDGET:,} values; pass fewer resamples (--n-samples) for them', stacklevel=2)
+    else:
+        se, z = np.sqrt(acc * (1 - acc) / st.n), z_value(level)
+        for b in np.unique(nb):                          # a loop over the distinct numbers of bins, not groups
+            gi = np.flatnonzero(nb == b)
+            draws = np.random.default_rng(seed).standard_normal((n_samples, b))   # ece_interval's draws for b bins
+            chunk = max(1, CI_BUDGET // (16 * n_samples * b))   # groups per step: temporaries of ~25 MB
+            for s in range(0, len(gi), chunk):
+                part = gi[s:s + chunk]
+                at = bounds[part][:, None] + np.arange(b)     # (groups, b) bin indices
+                gap = np.abs(conf[at] - (acc[at] + se[at] * draws[:, None, :]))
+                vals = np.sqrt(np.einsum('sgb,gb->sg', gap ** 2, w[at]))
+                h = z * vals.std(axis=0, ddof=1)
+                mean = vals.mean(axis=0)
+                lo[part], hi[part] = np.maximum(0.0, mean - h), mean + h
+        flat = int(np.count_nonzero(hi - lo <= 1e-12 * (1 + gmce)))
+        if flat: warnings.warn(f'{flat} of {len(nb):,} groups have a degenerate (zero-width) interval: their bins hold one '
+                               'event or only correct or only wrong events, so resampling has no spread', stacklevel=2)
+    return pd.DataFrame(dict(group=bg[bounds], gmce=gmce, lo=lo, hi=hi, n_events=total, n_bins=nb))
+
+# %% ../nbs/60_report.ipynb #bc29cb4a
+def _ranges(flag: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[dict]:
+    "Runs of neighbouring flagged bins as confidence ranges: lo, hi, bins."
+    edge = np.diff(np.r_[0, flag.astype(np.int8), 0])
+    first, stop = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+    return [dict(lo=float(lo[a]), hi=float(hi[b - 1]), bins=int(b - a)) for a, b in zip(first, stop)]
+
+def stage_verdict(bins: pd.DataFrame,  # the stage's bins table (`bin_table`)
+                  rows: list[dict],  # its `metric_rows`
+                  level: float,  # the interval level
+                  ) -> dict:
+    """What one stage's numbers say: the direction overall (mean confidence above or below accuracy by more than the
+    accuracy's `level` interval, else 'neither') and the confidence ranges where bins are
+    over- or under-confident (accuracy outside the bin's `level` interval, below or above the bin's mean confidence), the
+    headline CalibMSE with its interval, and whether the miscalibration is distinguishable from noise (the debiased
+    CalibMSE's interval lies above 0)."""
+    m, bins = {r['key']: r for r in rows}, bins[bins.n > 0]
+    n, conf, acc = bins.n.to_numpy(), bins.conf.to_numpy(), bins.acc.to_numpy()
+    mean_conf, accuracy = float((n * conf).sum() / n.sum()), float((n * acc).sum() / n.sum())
+    over, under = bins.ci_hi.to_numpy() < conf, bins.ci_lo.to_numpy() > conf
+    d = m['calib_mse_debiased']
+    margin = z_value(level) * np.sqrt(accuracy * (1 - accuracy) / n.sum())
+    return dict(direction='over-confident' if mean_conf - accuracy > margin else 'under-confident' if accuracy - mean_conf > margin
+                else 'neither',
+                mean_conf=mean_conf, accuracy=accuracy, level=level,
+                over=_ranges(over, bins.lo.to_numpy(), bins.hi.to_numpy()), under=_ranges(under, bins.lo.to_numpy(), bins.hi.to_numpy()),
+                calib_mse=[m['calib_mse'][k] for k in ('estimate', 'lo', 'hi')], noise_floor=m['noise_floor']['estimate'],
+                calib_mse_debiased=[d[k] for k in ('estimate', 'lo', 'hi')], distinguishable=bool(d['lo'] > 0))
+
+# %% ../nbs/60_report.ipynb #cbfd7466
+def _g(v: float) -> str: return f'{v:#.3g}'          # 3 significant digits, trailing zeros kept: 0.0100, 0.000220
+
+def verdict_text(v: dict,  # a `stage_verdict`
+                 stage: str = '',  # text put before the first sentence
+                 ) -> list[str]:
+    "The sentences of a stage's verdict (`stage_verdict`), for the summary at the top of the report."
+    pct = f'{v["level"]:.0%}'
+    span = lambda r: f'{r["lo"]:.2f}' + (f'–{r["hi"]:.2f}' if f'{r["hi"]:.2f}' != f'{r["lo"]:.2f}' else '')
+    where = lambda rs: ' and '.join(f'{span(r)} ({r["bins"]} bin{"s" * (r["bins"] > 1)})' for r in rs)
+    mc = f'mean confidence {v["mean_conf"]:.3f}, accuracy {v["accuracy"]:.3f}'
+    out = [f'{stage}{v["direction"].capitalize()} overall: {mc}.' if v['direction'] != 'neither' else
+           f'{stage}Neither over- nor under-confident on average: {mc} (the difference is within the accuracy\'s {pct} interval).']
+    if v['over'] or v['under']:
+        parts = ([f'over-confident (the {pct} interval of the bin\'s accuracy lies below its mean confidence) for confidences '
+                  f'{where(v["over"])}'] if v['over'] else []) + \
+                ([f'under-confident (' + ('above it' if v['over'] else f'the {pct} interval of the bin\'s accuracy lies above '
+                  'its mean confidence') + f') for confidences {where(v["under"])}'] if v['under'] else [])
+        out.append(' and '.join(parts).capitalize() + '.')
+    else: out.append(f'No bin\'s accuracy lies outside its {pct} interval around the bin\'s mean confidence.')
+    e, lo, hi = v['calib_mse']; d, dlo, dhi = v['calib_mse_debiased']
+    out.append(f'CalibMSE {_g(e)} ({pct} CI {_g(lo)}–{_g(hi)}), noise floor {_g(v["noise_floor"])}: the miscalibration is '
+               + (f'distinguishable from noise (the debiased CalibMSE {_g(d)} has a {pct} interval {_g(dlo)} to {_g(dhi)}, above 0).'
+                  if v['distinguishable'] else
+                  f'not distinguishable from noise at the {pct} level (the debiased CalibMSE {_g(d)} has a {pct} interval '
+                  f'{_g(dlo)} to {_g(dhi)}, which includes 0).'))
+    return out
+
 # %% ../nbs/60_report.ipynb #f776daa4
 @dataclass
 class Report:
     "The outcome of `calibration_report`: tables, the settings that produced them, warnings; charts on demand."
     summary: dict
-    metrics: pd.DataFrame            # stage, metric, estimate, lo, hi
+    metrics: pd.DataFrame            # stage, key, metric, estimate, lo, hi
     bins: pd.DataFrame               # stage, group, bin, lo, hi, n, conf, acc, se, ci_lo, ci_hi
-    groups: pd.DataFrame | None      # stage, group, gmce, lo, hi, n_events, n_labels
+    groups: pd.DataFrame | None      # stage, group, members, gmce, lo, hi, n_events, n_labels, n_bins
     meta: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
+    stages: dict = field(default_factory=dict)   # stage -> name (what it is), n_bins, bins_note, verdict
 
     @cached_property
     def charts(self) -> dict: return report_charts(self)
 
     def to_dict(self) -> dict:
-        "The content of metrics.json (and of `calibkit report --json`)."
-        return dict(summary=self.summary, metrics=_records(self.metrics), groups=_records(self.groups),
-                    meta=self.meta, warnings=list(self.warnings))
-    def to_json(self) -> str: return json.dumps(self.to_dict(), indent=1, default=str) + '\n'
+        "The content of metrics.json (and of `calibkit report --json`): strict JSON values (no NaN: null)."
+        return json.loads(self.to_json())
+    def to_json(self) -> str:
+        "metrics.json's text, strict JSON; the tables one record per line, by pandas' writer (fast for a million groups)."
+        head = json.dumps(_strict(dict(summary=self.summary, stages=self.stages, meta=self.meta, warnings=list(self.warnings))),
+                          indent=1, default=str, allow_nan=False)
+        return head[:-2] + ''.join(f',\n "{k}": {_records(df)}' for k, df in (('metrics', self.metrics), ('groups', self.groups))) + '\n}\n'
     def to_html(self) -> str: return report_html(self)
 
     def save(self, out, *, force: bool = False, inputs=()) -> list[Path]:
@@ -127,18 +275,59 @@ class Report:
         if self.groups is not None: self.groups.to_csv(folder/'groups.csv', index=False, float_format='%.6g')
         for k, ch in self.charts.items(): save_chart(ch, folder/k)
 
-def _records(df):
-    return None if df is None else json.loads(df.to_json(orient='records', double_precision=15))
+def _records(df) -> str:
+    "A table as a JSON array of records, one per line (NaN and ±inf as null), or null."
+    if df is None: return 'null'
+    if df.empty: return '[]'
+    return '[\n  ' + df.to_json(orient='records', lines=True, double_precision=15).rstrip('\n').replace('\n', ',\n  ') + '\n ]'
+
+def _strict(x):
+    "`x` with every non-finite float (NaN, ±inf) replaced by None, recursively: strict JSON."
+    if isinstance(x, dict): return {k: _strict(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)): return [_strict(v) for v in x]
+    if isinstance(x, (float, np.floating)): return float(x) if np.isfinite(x) else None
+    if isinstance(x, np.integer): return int(x)
+    return x
+
+# %% ../nbs/60_report.ipynb #b87f533c
+def _plugin_name(x) -> str | None:
+    "A plugin as the user named it: the name typed, or a registered instance's `name` (its class name if it has none)."
+    return x if x is None or isinstance(x, str) else getattr(x, 'name', '') or type(x).__name__
+
+def stage_name(stage: str,  # 'before' or 'after'
+               n_events: int,  # events evaluated
+               *, recalibrator=None,  # the recalibrator's name (None: no recalibration)
+               grouper=None, n_groups=None,  # the grouper's name and number of groups (None: one recalibrator)
+               fit_name=None,  # what the fit events are called (default: 'the fit events')
+               n_fit=None,  # number of fit events
+               ) -> str:
+    "What a stage is, in words: '[before recalibration: ]as given (5,000 events)', 'after isotonic, fitted on dev.csv (5,000 events)'."
+    if stage == 'before': return ('before recalibration: ' if recalibrator is not None else '') + f'as given ({n_events:,} events)'
+    per = f' (one per {grouper} group, {n_groups} groups)' if grouper is not None else ''
+    return f'after {recalibrator}{per}, fitted on {fit_name or "the fit events"} ({n_fit:,} events)'
 
 # %% ../nbs/60_report.ipynb #2ec4d304
-def calibration_report(events: pd.DataFrame, *, fit: pd.DataFrame | None = None, counts=None, grouper=None,
-                       n_groups=None, recalibrator=None, params=None, n_bins=None, bin_size=None, binning='equal_mass',
-                       level=None, n_samples=None, seed=None, title='Calibration report', meta: dict | None = None) -> Report:
-    "Metrics with intervals, bins, per-group GMCE and before/after recalibration for an events frame."
+def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, correct (and label, to group)
+                       *, fit: pd.DataFrame | None = None,  # held-out events the recalibrator is fitted on
+                       counts=None,  # training label counts the grouper is fitted on (default: fit's or events' labels)
+                       grouper=None,  # a grouper name (shared, tfg, per_class, ...) or instance
+                       n_groups=None,  # groups, for a grouper that takes it
+                       recalibrator=None,  # a recalibrator name (isotonic, histogram, ...) or instance; None or 'none': no recalibration
+                       params=None,  # the named recalibrator's parameters
+                       n_bins=None, bin_size=None,  # bins, or events per bin (equal-mass); default: the settings' n_bins
+                       binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive' (Ding et al. 2020)
+                       level=None, n_samples=None, seed=None,  # interval level, resamples and seed (default: settings)
+                       title='Calibration report',  # the page's title
+                       fit_name: str | None = None,  # what the fit events are called in the report (e.g. the file name)
+                       meta: dict | None = None,  # extra provenance recorded in metrics.json
+                       ) -> Report:
+    "Metrics with intervals, a verdict, bins, per-group GMCE and before/after recalibration for an events frame."
     c0, y0 = as_pairs(events)
     if fit is not None: as_pairs(fit)
     check_choice('binning', binning, BINNINGS)
     if n_bins is not None and bin_size is not None: raise ValueError('give at most one of n_bins and bin_size')
+    if binning == 'adaptive' and (n_bins is not None or bin_size is not None):
+        raise ValueError("binning='adaptive' chooses its own bins: n_bins/bin_size do not apply")
     level, n_samples, seed = default('ci_level', level), default('ci_samples', n_samples), default('seed', seed)
     seed = check_int('seed', seed, 0)
     said = []
@@ -148,66 +337,94 @@ def calibration_report(events: pd.DataFrame, *, fit: pd.DataFrame | None = None,
         if g is not None:
             if 'label' not in events.columns: raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
             g.fit(counts if counts is not None else fit['label'] if fit is not None and 'label' in fit.columns else events['label'])
+            members = g.table().set_index('group').members if hasattr(g, 'table') else None
         if fit is not None and _same_events(fit, events):
             said.append('the fit events are the evaluated events: the result is not held-out')
         stages = {'before': (events, c0, y0)}           # validated once: the arrays are reused
         if recalibrator not in (None, 'none'):
             after = recalibrated(events, fit, g, make_recalibrator(recalibrator, params))
             stages['after'] = (after, *as_pairs(after))
-        metrics, bins, groups, used = [], [], [], {}
+        metrics, bins, groups, info = [], [], [], {}
+        gn = dict(grouper=_plugin_name(grouper), n_groups=getattr(g, 'n_groups_', None))
         for stage, (ev, c, y) in stages.items():
             st = stage_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, warn=said.append)
-            used[stage] = len(st.n)
             if stage == 'before': summary = _summary(events, st)
-            metrics += [dict(stage=stage, **r) for r in metric_rows(st, level=level, n_samples=n_samples, seed=seed)]
-            bins.append(bin_table(st, level).reset_index().assign(stage=stage, group='all'))
+            rows = metric_rows(st, level=level, n_samples=n_samples, seed=seed)
+            metrics += [dict(stage=stage, **r) for r in rows]
+            bt = bin_table(st, level)
+            bins.append(bt.reset_index().assign(stage=stage, group='all'))
+            info[stage] = dict(name=stage_name(stage, len(c), recalibrator=None if len(stages) == 1 else _plugin_name(recalibrator), fit_name=fit_name,
+                                               n_fit=None if fit is None else len(fit), **(gn if g is not None else {})),
+                               n_bins=int(np.count_nonzero(st.n)), bins_note=bins_note(st, n_bins=n_bins, bin_size=bin_size, binning=binning),
+                               verdict=stage_verdict(bt, rows, level))
             if g is None: continue
             gid = np.asarray(g.assign(ev['label']))
-            from calibkit.recalibrators import group_slices   # scikit-learn loads only when groups are asked for
-            order, bounds = group_slices(gid, int(gid.max()))
-            for k in np.flatnonzero(np.diff(bounds)) + 1:     # a loop over the non-empty groups, not events
-                m = order[bounds[k - 1]:bounds[k]]          # the group's events, in input order
-                sk = stage_stats(c[m], y[m], n_bins=n_bins, bin_size=bin_size, binning=binning)
-                iv = ece_interval(sk, norm='l2', n_samples=n_samples, level=level, seed=seed)
-                groups.append(dict(stage=stage, group=int(k), gmce=iv.estimate, lo=iv.lo, hi=iv.hi,
-                                   n_events=len(m), n_labels=int(ev['label'].iloc[m].nunique())))
-                bins.append(bin_table(sk, level).reset_index().assign(stage=stage, group=str(int(k))))
+            gb = 'equal_mass' if binning == 'adaptive' else binning
+            sg, bg = group_bins(c, y, gid, g.n_groups_, n_bins=n_bins, bin_size=bin_size, binning=gb)
+            t = group_metrics(sg, bg, level=level, n_samples=n_samples, seed=seed)
+            codes = pd.factorize(ev['label'])[0].astype(np.int64)
+            pair = np.sort(gid * (codes.max() + 1) + codes)      # (group, label) pairs: count each once
+            t['n_labels'] = np.bincount(pair[np.r_[True, np.diff(pair) > 0]] // (codes.max() + 1),
+                                        minlength=g.n_groups_ + 1)[t.group]
+            if members is not None: t.insert(1, 'members', members.reindex(t.group).to_numpy())
+            groups.append(t.assign(stage=stage))
+            ids = np.arange(g.n_groups_ + 1).astype(str).astype(object)   # each group's id as text, made once
+            bins.append(bin_table(sg, level).reset_index().assign(stage=stage, group=ids[bg]))
+            if len(t) < g.n_groups_:
+                said.append(f'{g.n_groups_ - len(t)} of {g.n_groups_} groups have no {stage} events and are not in the group table')
     said += [str(w.message) for w in caught]
     said = list(dict.fromkeys(said))                     # each warning once, in order
     for w in said: warnings.warn(w, stacklevel=2)
     cols = ['stage', 'group', 'bin', 'lo', 'hi', 'n', 'conf', 'acc', 'se', 'ci_lo', 'ci_hi']
-    name = lambda x: x if x is None or isinstance(x, str) else type(x).__name__
-    meta = dict(title=title, calibkit_version=calibkit_version(), binning=binning, n_bins=used['before'],
+    gcols = ['stage', 'group', 'members', 'gmce', 'lo', 'hi', 'n_events', 'n_labels', 'n_bins']
+    meta = dict(title=title, calibkit_version=calibkit_version(), binning=binning, n_bins=info['before']['n_bins'],
                 n_bins_requested=n_bins, bin_size=bin_size, level=level, n_samples=n_samples, seed=seed,
-                grouper=name(grouper), n_groups=None if g is None else getattr(g, 'n_groups_', None),
-                recalibrator=name(recalibrator), params=params or None,
-                fit_events=None if fit is None else len(fit), **(meta or {}))
+                grouper=_plugin_name(grouper), n_groups=gn['n_groups'], recalibrator=_plugin_name(recalibrator),
+                params=params or None, fit=fit_name, fit_events=None if fit is None else len(fit), **(meta or {}))
+    if 'after' in info:
+        b, a = (info[s]['verdict']['calib_mse'] for s in ('before', 'after'))
+        summary['change'] = dict(key='calib_mse', before=b, after=a, text=f'CalibMSE {_g(b[0])} → {_g(a[0])} '
+                                 f'({level:.0%} CI {_g(a[1])}–{_g(a[2])}) {info["after"]["name"]}')
     return Report(summary=summary, metrics=pd.DataFrame(metrics),
-                  bins=pd.concat(bins)[cols].reset_index(drop=True), groups=pd.DataFrame(groups) if groups else None,
-                  meta=meta, warnings=said)
+                  bins=pd.concat(bins)[cols].reset_index(drop=True),
+                  groups=pd.concat(groups).reindex(columns=gcols).reset_index(drop=True) if groups else None,
+                  meta=meta, warnings=said, stages=info)
 
 # %% ../nbs/60_report.ipynb #baf6b35e
-def report_charts(r: Report) -> dict:
-    "Reliability chart of each stage and a per-group grid, from the report's bins tables."
+MAX_PANELS = 12   # group panels charted per stage: the most frequent groups (ids 1, 2, ...); every group is in the tables
+
+def _short(text: str, width: int = 28) -> str: return text if len(text) <= width else text[:width - 1] + '…'
+
+def report_charts(r: Report,  # a calibration report
+                  ) -> dict:
+    "Reliability chart of each stage and a grid of the `MAX_PANELS` most frequent groups, from the report's bins tables."
     from calibkit.charts import reliability, reliability_grid
     charts, t = {}, r.bins
+    names = {} if r.groups is None else dict(zip(r.groups.group.astype(str), r.groups.members.fillna('').astype(str)))
     for stage in pd.unique(t.stage):
         s = t[t.stage == stage]
         charts[f'reliability_{stage}'] = reliability(s[s.group == 'all'], title=f'{r.meta["title"]} ({stage})')
-        panels = {f'group {k}': s[s.group == k] for k in pd.unique(s.group) if k != 'all'}
-        if panels: charts[f'groups_{stage}'] = reliability_grid(panels, title=f'Per group ({stage})')
+        keys = [k for k in pd.unique(s.group) if k != 'all']
+        if not keys: continue
+        shown = keys[:MAX_PANELS]
+        part = s[s.group.isin(shown)]
+        panels = {_short(f'{k}: {names.get(k, "")}' if names.get(k) else f'group {k}'): part[part.group == k] for k in shown}
+        head = f'Per group ({stage})' + (f': the {len(shown)} most frequent of {len(keys):,} groups' if len(keys) > len(shown) else '')
+        charts[f'groups_{stage}'] = reliability_grid(panels, title=head)
     return charts
 
 # %% ../nbs/60_report.ipynb #ee66eef0
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
 th{background:#f3f3f3}code,pre{background:#f6f6f6;padding:.1em .3em}figure{display:inline-block;margin:.5em}
-.note{color:#555;font-size:.9em}"""
+.note{color:#555;font-size:.9em}.verdict{font-size:1.05em}td.def{text-align:left;color:#444;max-width:40em}"""
+MAX_HTML_GROUPS = 50   # group rows the page shows per stage (the most frequent); groups.csv and metrics.json hold all
 
 def _table(df: pd.DataFrame) -> str:
     return df.to_html(index=False, float_format=lambda v: f'{v:.4g}', na_rep='', border=0)
 
-def metrics_wide(m: pd.DataFrame) -> pd.DataFrame:
+def metrics_wide(m: pd.DataFrame,  # a report's metrics table
+                 ) -> pd.DataFrame:
     "One row per metric, one column per stage: 'estimate [lo, hi]'."
     fmt = lambda r: f'{r.estimate:.4g}' + ('' if np.isnan(r.lo) else f' [{r.lo:.4g}, {r.hi:.4g}]')
     cell = m.assign(value=m.apply(fmt, axis=1))
@@ -215,26 +432,50 @@ def metrics_wide(m: pd.DataFrame) -> pd.DataFrame:
         list(pd.unique(m.stage))].reset_index().rename_axis(columns=None)
 
 # %% ../nbs/60_report.ipynb #42849170
-def report_html(r: Report) -> str:
-    "The self-contained HTML page of a report: data, metrics, warnings, reliability, groups, bins, provenance."
+def report_html(r: Report,  # a calibration report
+                ) -> str:
+    "The self-contained HTML page of a report: summary (the verdict), data, metrics defined, warnings, reliability, groups, bins, provenance."
     from calibkit.charts import font_css, to_svg    # Altair is loaded only when a page is rendered
     e = html.escape
     show = lambda v: f'{v:,}' if isinstance(v, (int, np.integer)) else (f'{v:.4g}' if isinstance(v, float) else str(v))
-    summary = pd.DataFrame([{'quantity': k, 'value': show(v)} for k, v in r.summary.items()])
-    binning = r.meta['binning'].replace('_', '-')
+    data = pd.DataFrame([{'quantity': k, 'value': show(v)} for k, v in r.summary.items() if k != 'change'])
+    head = {s: i['name'] for s, i in r.stages.items()}
     parts = [f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(r.meta["title"])}</title>',
-             f'<style>{font_css()}\n{_CSS}</style></head><body><h1>{e(r.meta["title"])}</h1>',
-             '<h2>Data</h2>', _table(summary),
-             f'<h2>Metrics</h2><p class="note">{e(binning)} bins ({r.meta["n_bins"]} used); intervals from per-bin Normal '
-             f'resampling of bin accuracies ({r.meta["level"]:.0%}, {r.meta["n_samples"]} samples). An estimate below its '
-             'interval is at the noise floor.</p>', _table(metrics_wide(r.metrics))]
+             f'<style>{font_css()}\n{_CSS}</style></head><body><h1>{e(r.meta["title"])}</h1>', '<h2>Summary</h2>']
+    for s, i in r.stages.items():
+        parts += [f'<h3>{e(head[s].capitalize())}</h3>',
+                  *(f'<p class="verdict">{e(t)}</p>' for t in verdict_text(i['verdict']))]
+    if 'change' in r.summary: parts.append(f'<p class="verdict"><b>Recalibration: {e(r.summary["change"]["text"])}.</b></p>')
+    binning = r.meta['binning'].replace('_', '-')
+    used = '; '.join(f'{s}: {i["n_bins"]} used' + (f' ({i["bins_note"]})' if i['bins_note'] else '') for s, i in r.stages.items())
+    wide = metrics_wide(r.metrics).rename(columns=head)
+    wide.insert(1, 'definition', [METRICS[k][1] for k in pd.unique(r.metrics.key)])
+    table = _table(wide)
+    table = re.sub(r'(<tr>\s*<td>[^<]*</td>\s*)<td>', r'\1<td class="def">', table)
+    parts += ['<h2>Data</h2>', _table(data),
+              f'<h2>Metrics</h2><p class="note">{e(binning)} bins ({e(used)}). Intervals: per-bin Normal resampling of bin '
+              f'accuracies ({r.meta["level"]:.0%}, {r.meta["n_samples"]:,} samples). The noise floor is what sampling noise '
+              'alone adds to CalibMSE with these bins, so a CalibMSE close to it says nothing about the model; only the part '
+              'above it (the debiased CalibMSE) is miscalibration, and it is distinguishable from noise when its interval '
+              'lies above 0.</p>', table]
     if r.warnings: parts += ['<h2>Warnings</h2><ul>', *(f'<li>{e(w)}</li>' for w in r.warnings), '</ul>']
-    parts += ['<h2>Reliability</h2>', *(f'<figure>{to_svg(ch)}</figure>' for k, ch in r.charts.items() if k.startswith('reliability'))]
+    parts += ['<h2>Reliability</h2>', *(f'<figure>{to_svg(ch)}<figcaption class="note">{e(head[k.split("_", 1)[1]])}'
+                                        '</figcaption></figure>' for k, ch in r.charts.items() if k.startswith('reliability'))]
     if r.groups is not None:
-        parts += ['<h2>Per group (GMCE)</h2>', _table(r.groups),
-                  *(f'<figure>{to_svg(ch)}</figure>' for k, ch in r.charts.items() if k.startswith('groups'))]
-    parts += ['<h2>Bins</h2>', _table(r.bins), '<h2>Provenance</h2><pre>',
-              e(json.dumps(r.meta, indent=1, default=str)), '</pre></body></html>']
+        gt = r.groups
+        shown = gt[gt.groupby('stage', sort=False).cumcount() < MAX_HTML_GROUPS]
+        more = len(gt) - len(shown)
+        parts += [f'<h2>Per group (GMCE)</h2><p class="note">GMCE: the l2 calibration error (√CalibMSE) of each group\'s events '
+                  f'in its own {e(binning if binning != "adaptive" else "equal-mass")} bins (Kranzlein, Liu &amp; Schneider 2021, §4); '
+                  f'groups by {e(str(r.meta["grouper"]))}, 1 = the most frequent; members: the group\'s tag, or its number of '
+                  'tags, training frequency band and most frequent tags.'
+                  + (f' The {MAX_HTML_GROUPS} most frequent groups of each stage are shown; {more:,} more rows are in '
+                     'groups.csv and metrics.json.' if more else '') + '</p>', _table(shown),
+                  *(f'<figure>{to_svg(ch)}<figcaption class="note">{e(head[k.split("_", 1)[1]])}</figcaption></figure>'
+                    for k, ch in r.charts.items() if k.startswith('groups'))]
+    parts += ['<h2>Bins</h2><p class="note">All events of each stage; the groups\' bins are in bins.csv.</p>',
+              _table(r.bins[r.bins.group == 'all']), '<h2>Provenance</h2><pre>',
+              e(json.dumps(_strict(r.meta), indent=1, default=str)), '</pre></body></html>']
     return '\n'.join(parts)
 
 # %% ../nbs/60_report.ipynb #93f58721

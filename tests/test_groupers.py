@@ -26,8 +26,9 @@ def ccg():
 def test_tfg_reproduces_table_1_of_the_sparse_tagset_paper(ccg):
     g = TagFrequency(n_groups=5).fit(ccg)
     t = g.table()
-    assert list(t.columns) == ['group', 'n_tags', 'share', 'min_freq', 'max_freq', 'tags']
-    assert g.n_groups_ == 5 and t.n_tags[0] == 1 and t.tags[0] == 'N'
+    assert list(t.columns) == ['group', 'members', 'n_tags', 'share', 'min_freq', 'max_freq', 'tags']
+    assert g.n_groups_ == 5 and t.n_tags[0] == 1 and t.tags[0] == 'N' and t.members[0] == 'N'
+    assert t.members[1] == f'{t.n_tags[1]} tags, frequency {t.max_freq[1]:.2g}–{t.min_freq[1]:.2g}: {t.tags[1]}'
     assert round(t.max_freq[0], 3) == .222
     assert (t.max_freq.iloc[-1] < .005) and (ccg[g.groups_ == 5] / ccg.sum() < .005).all()
     assert t.n_tags.sum() == 426 and abs(t.share.sum() - 1) < 1e-12
@@ -136,7 +137,10 @@ def test_per_class_pools_rare_and_unseen_tags_in_the_last_group():
     g = PerClass(min_count=3).fit({'N': 9, 'V': 4, 'A': 2, 'B': 1})
     assert g.n_groups_ == 3 and g.groups_.to_dict() == {'N': 1, 'V': 2, 'A': 3, 'B': 3}
     with pytest.warns(UserWarning, match='go to the last group'): assert g.assign(['Q']).tolist() == [3]
-    assert PerClass().fit({'N': 9, 'V': 4}).table().n_tags.tolist() == [1, 1, 0]
+    g = PerClass().fit({'N': 9, 'V': 4})                                # every tag has its own group: no empty last one
+    assert g.n_groups_ == 2 and g.table().members.tolist() == ['N', 'V']
+    with pytest.raises(ValueError, match=r"per_class: 1 label\(s\) unseen in training have no group, e.g. \['Q'\]"):
+        g.assign(['N', 'Q'])
 
 
 def test_by_subtag_pattern_and_key():
