@@ -1,0 +1,55 @@
+"""How far trained-model numbers move between processors: the notebooks executed under other BLAS kernels and
+SIMD widths, compared with their committed outputs (made on the default code paths of the machine that ran them).
+
+    .venv/bin/python bench/processors.py run --out /tmp/procs 12_models_taggers.ipynb ...   # execute under each setting
+    .venv/bin/python bench/processors.py compare --out /tmp/procs                           # the table in bench/README.md
+
+`run` executes each notebook once per setting (fresh kernels, the test environment) and saves it as
+OUT/SETTING/NB.ipynb. `compare` reads them and, per notebook cell whose outputs differ from the committed
+ones, prints the largest relative difference of its numbers beyond one unit of their last displayed digit
+(what `#| tolerance:` must allow) or says the cell's text differs apart from its numbers.
+"""
+import argparse, json, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+import tasks  # noqa: E402
+from tools import nbcheck  # noqa: E402
+
+# a machine without AVX-512 can still take the other code paths: OpenBLAS' kernels by name, torch's and numpy's
+# SIMD dispatch turned down to their baselines
+SETTINGS = {'Prescott': {'OPENBLAS_CORETYPE': 'Prescott'}, 'Haswell': {'OPENBLAS_CORETYPE': 'Haswell'},
+            'baseline': {'OPENBLAS_CORETYPE': 'Prescott', 'ATEN_CPU_CAPABILITY': 'default',
+                         'NPY_DISABLE_CPU_FEATURES': 'X86_V3,X86_V4,AVX512_ICL,AVX512_SPR'}}
+
+
+def run(out: Path, names, settings):
+    for setting in settings:
+        extra = SETTINGS[setting]
+        (out/setting).mkdir(parents=True, exist_ok=True)
+        for path in nbcheck.notebook_paths(names):
+            print(f'{setting}: {path.name}', flush=True)
+            (out/setting/path.name).write_text(nbcheck.execute(path, {**tasks.test_env(), **extra}))
+
+
+def compare(out: Path):
+    print('| setting | notebook | cell | what differs | largest relative difference |\n|---|---|---:|---|---:|')
+    for d in sorted(p for p in out.iterdir() if p.is_dir()):
+        for fresh in sorted(d.glob('*.ipynb')):
+            committed = json.loads((ROOT/'nbs'/fresh.name).read_text())['cells']
+            for i, (a, b) in enumerate(zip(committed, json.loads(fresh.read_text())['cells'])):
+                if a == b: continue
+                found = nbcheck.needed_tolerance(a.get('outputs', []), b.get('outputs', []))
+                what = 'text (not only numbers)' if found is None else f'numbers ({found[1]})'
+                print(f'| {d.name} | {fresh.name} | {i} | {what} | {"" if found is None else f"{found[0]:.1e}"} |')
+
+
+if __name__ == '__main__':
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('cmd', choices=['run', 'compare'])
+    ap.add_argument('--out', type=Path, default=Path('/tmp/calibkit-processors'))
+    ap.add_argument('--settings', default=','.join(SETTINGS), help=f'comma-separated, of {", ".join(SETTINGS)}')
+    ap.add_argument('notebooks', nargs='*')
+    a = ap.parse_intermixed_args()
+    run(a.out, a.notebooks, a.settings.split(',')) if a.cmd == 'run' else compare(a.out)
