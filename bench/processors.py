@@ -17,11 +17,14 @@ sys.path.insert(0, str(ROOT))
 import tasks  # noqa: E402
 from tools import nbcheck  # noqa: E402
 
-# a machine without AVX-512 can still take the other code paths: OpenBLAS' kernels by name, torch's and numpy's
-# SIMD dispatch turned down to their baselines
-SETTINGS = {'Prescott': {'OPENBLAS_CORETYPE': 'Prescott'}, 'Haswell': {'OPENBLAS_CORETYPE': 'Haswell'},
+# 'default': this machine's own code paths (the control: it must match the committed outputs made on the same kind of
+# processor). A machine without AVX-512 can still take the other code paths: OpenBLAS' kernels by name, torch's and
+# numpy's SIMD dispatch turned down to their baselines.
+SETTINGS = {'default': {}, 'Prescott': {'OPENBLAS_CORETYPE': 'Prescott'}, 'Haswell': {'OPENBLAS_CORETYPE': 'Haswell'},
             'baseline': {'OPENBLAS_CORETYPE': 'Prescott', 'ATEN_CPU_CAPABILITY': 'default',
-                         'NPY_DISABLE_CPU_FEATURES': 'X86_V3,X86_V4,AVX512_ICL,AVX512_SPR'}}
+                         'NPY_DISABLE_CPU_FEATURES': 'X86_V3,X86_V4,AVX512_ICL,AVX512_SPR'},
+            # not a processor: what the one-thread test environment (tasks.test_env) removes
+            '2 threads': {'OMP_NUM_THREADS': '2', 'OPENBLAS_NUM_THREADS': '2', 'MKL_NUM_THREADS': '2'}}
 
 
 def run(out: Path, names, settings):
@@ -33,12 +36,14 @@ def run(out: Path, names, settings):
             (out/setting/path.name).write_text(nbcheck.execute(path, {**tasks.test_env(), **extra}))
 
 
-def compare(out: Path):
-    print('| setting | notebook | cell | what differs | largest relative difference |\n|---|---|---:|---|---:|')
-    for d in sorted(p for p in out.iterdir() if p.is_dir()):
+def compare(out: Path, against: str):
+    "Each setting's notebooks against the committed ones or against the run with the `default` setting."
+    print(f'| setting | notebook | cell | what differs from {against} | largest relative difference |\n|---|---|---:|---|---:|')
+    for d in sorted(p for p in out.iterdir() if p.is_dir() and p.name != against):
         for fresh in sorted(d.glob('*.ipynb')):
-            committed = json.loads((ROOT/'nbs'/fresh.name).read_text())['cells']
-            for i, (a, b) in enumerate(zip(committed, json.loads(fresh.read_text())['cells'])):
+            ref = ROOT/'nbs'/fresh.name if against == 'committed' else out/against/fresh.name
+            if not ref.exists(): continue
+            for i, (a, b) in enumerate(zip(json.loads(ref.read_text())['cells'], json.loads(fresh.read_text())['cells'])):
                 if a == b: continue
                 found = nbcheck.needed_tolerance(a.get('outputs', []), b.get('outputs', []))
                 what = 'text (not only numbers)' if found is None else f'numbers ({found[1]})'
@@ -49,7 +54,8 @@ if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('cmd', choices=['run', 'compare'])
     ap.add_argument('--out', type=Path, default=Path('/tmp/calibkit-processors'))
+    ap.add_argument('--against', default='default', help="compare with the run of this setting, or 'committed'")
     ap.add_argument('--settings', default=','.join(SETTINGS), help=f'comma-separated, of {", ".join(SETTINGS)}')
     ap.add_argument('notebooks', nargs='*')
     a = ap.parse_intermixed_args()
-    run(a.out, a.notebooks, a.settings.split(',')) if a.cmd == 'run' else compare(a.out)
+    run(a.out, a.notebooks, a.settings.split(',')) if a.cmd == 'run' else compare(a.out, a.against)

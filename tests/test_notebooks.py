@@ -113,6 +113,8 @@ def test_needed_tolerance_by_hand():
     assert nbcheck.needed_tolerance(out('x 0.14100'), out('x 0.14101')) == (0.0, '0.14100 → 0.14101')   # one last-digit unit
     assert nbcheck.needed_tolerance(out('−27.7%'), out('−27.9%'))[0] == pytest.approx(0.1 / 27.9)      # U+2212 is a minus sign
     assert nbcheck.needed_tolerance(out('n = 12'), out('n = 13'))[0] == pytest.approx(1 / 13)         # integers: no unit
+    table = lambda a, b: f'   kind  mean_conf\n0  pair  {a:>9}\n1   new  {b:>9}'                    # pandas realigns columns
+    assert nbcheck.needed_tolerance(out(table('0.14100', '0.31150')), out(table('0.1410', '0.3115'))) == (0.0, '0.14100 → 0.1410')
     svg = '<svg width="300" height="200"><path d="M10.5,150L290,20"/></svg>'
     need, pair = nbcheck.needed_tolerance(out(svg, 'image/svg+xml'), out(svg.replace('150L', '151.5L'), 'image/svg+xml'))
     assert pair == '150 → 151.5' and need == pytest.approx((1.5 - 0.1) / 300)      # pixels, relative to the chart's size

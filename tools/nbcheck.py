@@ -150,9 +150,11 @@ def unit(number: str) -> float:
 def needed_tolerance(committed, fresh) -> tuple[float, str] | None:
     """The relative tolerance under which the outputs `fresh` match `committed` (a cell's output lists), with the
     pair of numbers that needs it; None when they differ in more than numbers (other text, other outputs).
-    A pair a, b needs max(0, |a - b| - u) / max(|a|, |b|, scale), u one unit of the last digit either shows."""
+    A pair a, b needs max(0, |a - b| - u) / max(|a|, |b|, scale), u one unit of the last digit either shows.
+    Runs of white space count as one (a table's columns realign when a number's width changes)."""
     a, b = pieces(committed), pieces(fresh)
-    if [(k, NUMBER.split(t)[0::2]) for k, t, _ in a] != [(k, NUMBER.split(t)[0::2]) for k, t, _ in b]: return None
+    text = lambda ps: [(k, [re.sub(r'\s+', ' ', w) for w in NUMBER.split(t)[0::2]]) for k, t, _ in ps]
+    if text(a) != text(b): return None
     worst = (0.0, '')
     for (_, ta, scale), (_, tb, _) in zip(a, b):
         for x, y in zip(NUMBER.findall(ta), NUMBER.findall(tb)):

@@ -228,9 +228,9 @@ class MentionRanker:
         with fixed_threads():
             lr = LogisticRegression(C=self.C, max_iter=self.max_iter).fit(d.X, d.gold)
             w = lr.coef_[0]                    # the intercept is the same for every option: it cancels in the softmax
-            if self.objective == 'ranking':
+            if self.objective == 'ranking':      # to the optimum (ftol=0: until no step decreases the loss), not near it
                 res = minimize(_ranking_loss, w, args=(d, self.C), jac=True, method='L-BFGS-B',
-                               options=dict(maxiter=self.max_iter))
+                               options=dict(maxiter=self.max_iter, ftol=0, gtol=1e-9))
                 if not res.success:
                     warnings.warn(f'MentionRanker: L-BFGS did not converge after {res.nit} iterations: {res.message}')
                 w = res.x
