@@ -4,7 +4,7 @@
     python3 tasks.py demo              # set up .venv, install calibkit, run the main job (`calibkit demo`) into demo-output/
     python3 tasks.py test              # set up .venv, then every check CI runs (clean, export, notebooks, docs, pytest)
     python3 tasks.py notebooks [NB..]  # execute notebooks (default: all of nbs/) and write their outputs back
-    python3 tasks.py check-notebooks [NB..]  # re-execute notebooks and fail on a stale output (a step of `test`)
+    python3 tasks.py check-notebooks [NB..]  # re-execute notebooks, fail on a stale output (a step of `test`; tools/nbcheck.py)
     python3 tasks.py docs              # build the documentation site into _docs/ (Sphinx + myst-nb, offline)
     python3 tasks.py samples           # re-render the charts and tables the notebooks write to sample_outputs/
     python3 tasks.py setup             # only create/update .venv

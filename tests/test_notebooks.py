@@ -168,3 +168,17 @@ def test_warnings_raised_in_a_cell_do_not_carry_the_kernel_file():
     "A warning's location in a cell is a per-kernel temp file (/tmp/ipykernel_PID/HASH.py): normalised to <cell>."
     outs = [{'output_type': 'stream', 'name': 'stderr', 'text': '/tmp/ipykernel_24792/3442984280.py:25: UserWarning: gmce: 1 group(s)\n'}]
     assert nbcheck.normalise_outputs(outs)[0]['text'] == '<cell>:25: UserWarning: gmce: 1 group(s)\n'
+
+
+def test_a_check_puts_back_the_files_the_notebooks_rewrote(tmp_path):
+    "What a check run's notebooks rewrite (sample_outputs/) is put back byte for byte; files they create are left."
+    (tmp_path/'a').mkdir()
+    (tmp_path/'a'/'x.csv').write_text('p\n0.0922\n')
+    (tmp_path/'y.svg').write_text('<svg/>')
+    before = nbcheck.contents(tmp_path)
+    (tmp_path/'a'/'x.csv').write_text('p\n0.0918\n')          # another processor's digits
+    (tmp_path/'y.svg').unlink()
+    (tmp_path/'new.txt').write_text('new')
+    assert nbcheck.restore(before) == [tmp_path/'a'/'x.csv', tmp_path/'y.svg']
+    assert nbcheck.contents(tmp_path) == {**before, tmp_path/'new.txt': b'new'}
+    assert nbcheck.restore(before) == []

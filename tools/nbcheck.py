@@ -16,6 +16,9 @@ NBS = ROOT/'nbs'
 NB_MAX_BYTES = 2_000_000
 NB_WORKERS = 2
 NB_CELL_TIMEOUT = 1200
+# what the study and tutorial notebooks write besides themselves (committed: the README and the docs show it); a
+# check leaves it as it found it, so that on another processor it does not rewrite tracked files with other digits
+WRITTEN = ROOT/'sample_outputs'
 # an output must not load a script or a style from another host
 REMOTE_ASSET = re.compile(r'<(?:script|link|img)[^>]+(?:src|href)=["\']?(?:https?:)?//|cdn\.jsdelivr|unpkg\.com|cdnjs\.|'
                           r'require\.config\(|@import\s+url\(\s*["\']?(?:https?:)?//', re.I)
@@ -243,10 +246,28 @@ def notebook_paths(names):
     return paths
 
 
+def contents(top: Path) -> dict[Path, bytes]:
+    "Every file under `top` with its bytes."
+    return {p: p.read_bytes() for p in sorted(top.rglob('*')) if p.is_file()} if top.exists() else {}
+
+
+def restore(before: dict[Path, bytes]) -> list[Path]:
+    "Put back (atomically) the files of `before` that were changed or removed since; return them. New files are left."
+    changed = [p for p, b in before.items() if not p.is_file() or p.read_bytes() != b]
+    for p in changed:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f'.{p.name}.calibkit-restore')
+        tmp.write_bytes(before[p])
+        os.replace(tmp, p)
+    return changed
+
+
 def run_notebooks(write: bool, names=(), env=None):
-    "Execute notebooks with NB_WORKERS processes in environment `env`; write them back (`write`) or fail on any stale output."
+    """Execute notebooks with NB_WORKERS processes in environment `env`; write them back (`write`) or fail on any stale
+    output. A check leaves the files under `WRITTEN` as it found them."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
     paths = notebook_paths(names)
+    before = {} if write else contents(WRITTEN)
     problems = [] if write else [p for path in paths for p in static_problems(path)]
     t0 = time.monotonic()
     print(f'executing {len(paths)} notebook(s) with {NB_WORKERS} workers', flush=True)
@@ -257,6 +278,9 @@ def run_notebooks(write: bool, names=(), env=None):
             print(f'  {"FAIL" if problem else "ok  "} {name} ({secs:.0f} s)', flush=True)
             if problem: problems.append(problem)
     print(f'{len(paths)} notebook(s) executed ({time.monotonic() - t0:.0f} s)', flush=True)
+    if restored := restore(before):
+        print(f'note: put back {len(restored)} file(s) under {WRITTEN.name}/ that the notebooks rewrote '
+              '(a check changes no file; `python3 tasks.py samples` re-renders them)', flush=True)
     if problems:
         sys.exit('\n\n'.join(problems) + f'\n\n{len(problems)} notebook problem(s); '
                  '`python3 tasks.py notebooks NB` re-executes a notebook and writes its outputs back')
