@@ -30,12 +30,15 @@ SETTINGS = {'default': {}, 'Prescott': {'OPENBLAS_CORETYPE': 'Prescott'}, 'Haswe
 
 
 def run(out: Path, names, settings):
+    "Execute the notebooks `names` under each of `settings` into OUT/SETTING/; what they write to sample_outputs/ is put back."
+    before = nbcheck.contents(nbcheck.WRITTEN)
     for setting in settings:
         extra = SETTINGS[setting]
         (out/setting).mkdir(parents=True, exist_ok=True)
         for path in nbcheck.notebook_paths(names):
             print(f'{setting}: {path.name}', flush=True)
             (out/setting/path.name).write_text(nbcheck.execute(path, {**tasks.test_env(), **extra}))
+    nbcheck.restore(before)
 
 
 def differences(out: Path, against: str):
