@@ -140,6 +140,15 @@ def test_a_processor_change_passes_and_a_code_change_is_named_as_one():
                                    'measure their processor tolerance and mark the cell `#| tolerance: R`):')
 
 
+def test_a_tolerance_must_be_a_relative_tolerance(tmp_path):
+    p = tmp_path/'x.ipynb'
+    for bad in ('abc', '0', '2', 'nan'):
+        p.write_text(json.dumps(nb((f'#| tolerance: {bad}\nx', out('1')))))
+        assert nbcheck.static_problems(p) == [f'x.ipynb: cell 0: `#| tolerance: {bad}` is not a relative tolerance in (0, 1]']
+    p.write_text(json.dumps(nb(('#| tolerance: 1e-3\nx', out('1')))))
+    assert nbcheck.static_problems(p) == []
+
+
 def test_writing_back_keeps_a_notebook_that_matches_within_tolerance(tmp_path, monkeypatch):
     "`tasks.py notebooks` does not rewrite a notebook whose only differences are within their processor tolerance."
     model = '#| tolerance: 1e-2\nprint(ece(model))'

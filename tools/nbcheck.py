@@ -178,20 +178,30 @@ def output_diff(ca, cb) -> str:
     return f'{cell_head(ca)}\n{body}{more}'
 
 
+def tolerance(cell) -> float | None:
+    "The cell's `#| tolerance: R` (a relative tolerance, 0 < R <= 1), or None; ValueError if R is not one."
+    tol = directives(cell).get('tolerance')
+    if tol is None: return None
+    try: r = float(tol)
+    except ValueError: r = float('nan')
+    if not 0 < r <= 1: raise ValueError(f'`#| tolerance: {tol}` is not a relative tolerance in (0, 1]')
+    return r
+
+
 def cell_problem(name, i, ca, cb) -> str | None:
     "Why cell `i` is stale (its committed form `ca`, its fresh execution `cb`), saying which kind of change; None if it is not."
     if ca == cb: return None
     rest = lambda c: {k: v for k, v in c.items() if k != 'outputs'}
     found = needed_tolerance(ca.get('outputs', []), cb.get('outputs', [])) if rest(ca) == rest(cb) else None
-    tol = directives(ca).get('tolerance')
+    tol = tolerance(ca)
     if tol is None:
         hint = (f' (only numbers differ, by up to {found[0]:.1e} relative ({found[1]}): if they come from a trained model,'
                 ' measure their processor tolerance and mark the cell `#| tolerance: R`)') if found else ''
         return f'{name}: cell {i} has stale outputs, compared exactly: a code change{hint}:\n{output_diff(ca, cb)}'
     if found is None:
         return f'{name}: cell {i} has stale outputs: text differs, not only numbers (a code change):\n{output_diff(ca, cb)}'
-    if found[0] > float(tol):
-        return (f'{name}: cell {i}: numbers differ beyond the processor tolerance {tol} (by up to {found[0]:.1e} relative: '
+    if found[0] > tol:
+        return (f'{name}: cell {i}: numbers differ beyond the processor tolerance {directives(ca)['tolerance']} (by up to {found[0]:.1e} relative: '
                 f'{found[1]}): code change?\n{output_diff(ca, cb)}')
     return None
 
@@ -220,6 +230,9 @@ def static_problems(path) -> list[str]:
             if m:
                 problems.append(f'{path.name}: cell {i} output loads from another host ({m.group(0)!r}); charts must be inline SVG')
                 break
+    for i, c in enumerate(cells):
+        try: tolerance(c)
+        except ValueError as e: problems.append(f'{path.name}: cell {i}: {e}')
     if not any(c.get('outputs') for c in cells):
         problems.append(f'{path.name}: has no outputs at all (run `python3 tasks.py notebooks {path.name}` and commit it)')
     return problems
@@ -232,7 +245,8 @@ def nb_job(args):
     t0 = time.monotonic()
     try: fresh = execute(path, env)
     except RuntimeError as e: return path.name, str(e), time.monotonic() - t0
-    problem = stale(path.name, path.read_text(), fresh)
+    try: problem = stale(path.name, path.read_text(), fresh)
+    except ValueError as e: return path.name, f'{path.name}: {e}', time.monotonic() - t0
     if write:
         if problem: path.write_text(fresh)
         return path.name, None, time.monotonic() - t0
