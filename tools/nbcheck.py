@@ -201,7 +201,7 @@ def cell_problem(name, i, ca, cb) -> str | None:
     if found is None:
         return f'{name}: cell {i} has stale outputs: text differs, not only numbers (a code change):\n{output_diff(ca, cb)}'
     if found[0] > tol:
-        return (f'{name}: cell {i}: numbers differ beyond the processor tolerance {directives(ca)['tolerance']} (by up to {found[0]:.1e} relative: '
+        return (f'{name}: cell {i}: numbers differ beyond the processor tolerance {directives(ca)["tolerance"]} (by up to {found[0]:.1e} relative: '
                 f'{found[1]}): code change?\n{output_diff(ca, cb)}')
     return None
 
