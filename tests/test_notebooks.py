@@ -158,7 +158,8 @@ def test_writing_back_keeps_a_notebook_that_matches_within_tolerance(tmp_path, m
         fresh = json.dumps(nb((model, out(shown))))
         p.write_text(committed)
         monkeypatch.setattr(nbcheck, 'execute', lambda path, env: fresh)
-        assert nbcheck.nb_job((p, True, None))[:2] == ('x.ipynb', None)
+        name, problem, _, wrote = nbcheck.nb_job((p, True, None))
+        assert (name, problem, wrote) == ('x.ipynb', None, not kept)
         assert p.read_text() == (committed if kept else fresh)
 
 

@@ -239,18 +239,18 @@ def static_problems(path) -> list[str]:
 
 
 def nb_job(args):
-    """One notebook for the pool: (name, problem or None, seconds). Writing back keeps the committed notebook when
-    it matches (outputs within their tolerance are a processor's, not news)."""
+    """One notebook for the pool: (name, problem or None, seconds, whether it was written back). Writing back keeps
+    the committed notebook when it matches (outputs within their tolerance are a processor's, not news)."""
     path, write, env = args
     t0 = time.monotonic()
     try: fresh = execute(path, env)
-    except RuntimeError as e: return path.name, str(e), time.monotonic() - t0
+    except RuntimeError as e: return path.name, str(e), time.monotonic() - t0, False
     try: problem = stale(path.name, path.read_text(), fresh)
-    except ValueError as e: return path.name, f'{path.name}: {e}', time.monotonic() - t0
+    except ValueError as e: return path.name, f'{path.name}: {e}', time.monotonic() - t0, False
     if write:
         if problem: path.write_text(fresh)
-        return path.name, None, time.monotonic() - t0
-    return path.name, problem, time.monotonic() - t0
+        return path.name, None, time.monotonic() - t0, bool(problem)
+    return path.name, problem, time.monotonic() - t0, False
 
 
 def notebook_paths(names):
@@ -278,26 +278,28 @@ def restore(before: dict[Path, bytes]) -> list[Path]:
 
 def run_notebooks(write: bool, names=(), env=None):
     """Execute notebooks with NB_WORKERS processes in environment `env`; write them back (`write`) or fail on any stale
-    output. A check leaves the files under `WRITTEN` as it found them."""
+    output. The files under `WRITTEN` are left as they were found by a check, and by a write that kept every notebook."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
     paths = notebook_paths(names)
-    before = {} if write else contents(WRITTEN)
+    before, written = contents(WRITTEN), []
     problems = [] if write else [p for path in paths for p in static_problems(path)]
     t0 = time.monotonic()
     print(f'executing {len(paths)} notebook(s) with {NB_WORKERS} workers', flush=True)
     with ProcessPoolExecutor(NB_WORKERS) as pool:
         futures = [pool.submit(nb_job, (p, write, env)) for p in paths]
         for f in as_completed(futures):
-            name, problem, secs = f.result()
-            print(f'  {"FAIL" if problem else "ok  "} {name} ({secs:.0f} s)', flush=True)
+            name, problem, secs, wrote = f.result()
+            print(f'  {"FAIL" if problem else "ok  "} {name} ({secs:.0f} s){" written" if wrote else ""}', flush=True)
             if problem: problems.append(problem)
+            if wrote: written.append(name)
     print(f'{len(paths)} notebook(s) executed ({time.monotonic() - t0:.0f} s)', flush=True)
-    if restored := restore(before):
-        print(f'note: put back {len(restored)} file(s) under {WRITTEN.name}/ that the notebooks rewrote '
-              '(a check changes no file; `python3 tasks.py samples` re-renders them)', flush=True)
+    if not written and (restored := restore(before)):
+        print(f'note: put back {len(restored)} file(s) under {WRITTEN.name}/ that the notebooks rewrote (every notebook '
+              'matched its committed outputs: the files stay as committed with them)', flush=True)
     if problems:
         sys.exit('\n\n'.join(problems) + f'\n\n{len(problems)} notebook problem(s); '
                  '`python3 tasks.py notebooks NB` re-executes a notebook and writes its outputs back')
-    print('ok: every notebook\'s committed outputs match a fresh execution' if not write else 'done: outputs written back', flush=True)
+    print('ok: every notebook\'s committed outputs match a fresh execution' if not write else
+          f'done: {len(written)} notebook(s) written back, {len(paths) - len(written)} kept (they matched)', flush=True)
 
 
