@@ -4,7 +4,7 @@
     python3 tasks.py demo              # set up .venv, install calibkit, run the main job (`calibkit demo`) into demo-output/
     python3 tasks.py test              # set up .venv, then every check CI runs (clean, export, notebooks, docs, pytest)
     python3 tasks.py notebooks [NB..]  # execute notebooks (default: all of nbs/) and write their outputs back
-    python3 tasks.py check-notebooks [NB..]  # re-execute notebooks and fail on a stale output (a step of `test`)
+    python3 tasks.py check-notebooks [NB..]  # re-execute notebooks, fail on a stale output (a step of `test`; tools/nbcheck.py)
     python3 tasks.py docs              # build the documentation site into _docs/ (Sphinx + myst-nb, offline)
     python3 tasks.py samples           # re-render the charts and tables the notebooks write to sample_outputs/
     python3 tasks.py setup             # only create/update .venv
@@ -15,7 +15,7 @@ define it change (pyproject.toml, tests/plugin_pkg/, the torch pin below). The t
 plugin is installed apart, into `.venv-testplugins/`, which only test runs put on PYTHONPATH: the
 demo environment (`calibkit plugins` after `python3 tasks.py demo`) does not see it.
 """
-import difflib, hashlib, json, os, re, shutil, subprocess, sys, tempfile, time, venv
+import hashlib, json, os, shutil, subprocess, sys, time, venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -35,12 +35,7 @@ DEMO_NOTEBOOKS = ['41_studies.ipynb', '90_tutorial_plugins.ipynb', '91_tutorial_
                   '93_tutorial_seq2seq.ipynb', '94_tutorial_sparse_tagsets.ipynb']
 # what must not change when notebooks are cleaned and the library is exported
 GENERATED = ['nbs', 'calibkit']
-NB_MAX_BYTES = 2_000_000
-NB_WORKERS = 2
-NB_CELL_TIMEOUT = 1200
-# an output must not load a script or a style from another host
-REMOTE_ASSET = re.compile(r'<(?:script|link|img)[^>]+(?:src|href)=["\']?(?:https?:)?//|cdn\.jsdelivr|unpkg\.com|cdnjs\.|'
-                          r'require\.config\(|@import\s+url\(\s*["\']?(?:https?:)?//', re.I)
+ONE_THREAD = {'OMP_NUM_THREADS': '1', 'OPENBLAS_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'}
 
 
 def run(*cmd, **kw):
@@ -122,8 +117,9 @@ def setup():
 
 
 def test_env(**extra):
-    "The environment of every test run (pytest, notebook execution): quiet, deterministic, the example plugin importable."
-    env = {**os.environ, 'CALIBKIT_QUIET': '1', 'PYTHONHASHSEED': '0', 'TZ': 'UTC', **extra}
+    """The environment of every test run (pytest, notebook execution): quiet, deterministic (one BLAS/OpenMP thread:
+    a parallel sum's digits depend on the thread count), the example plugin importable."""
+    env = {**os.environ, 'CALIBKIT_QUIET': '1', 'PYTHONHASHSEED': '0', 'TZ': 'UTC', **ONE_THREAD, **extra}
     env['PYTHONPATH'] = os.pathsep.join([str(TESTPLUGINS), *filter(None, [os.environ.get('PYTHONPATH')])])
     return env
 
@@ -171,180 +167,16 @@ def browser():
         step(f'  done: {what}', t0)
 
 
-# --- notebooks: executed in place, committed with their outputs, checked for staleness ---
-
-def directives(cell):
-    "The cell's `#| name: value` directives as a dict (lines at the top of the source)."
-    out = {}
-    for line in ''.join(cell['source']).splitlines():
-        if not line.startswith('#|'): break
-        k, _, v = line[2:].strip().partition(':')
-        out[k.strip()] = v.strip()
-    return out
-
-
-def normalise_text(s: str) -> str:
-    "What varies between runs and machines, made constant: absolute paths, kernel cell files, memory addresses."
-    s = re.sub(r'(?:/[\w.+@-]+)*/site-packages/', '<site-packages>/', s)
-    s = re.sub(r'/tmp/ipykernel_\d+/\d+\.py', '<cell>', s)       # where a warning raised in a cell points: per-kernel names
-    s = s.replace(str(ROOT) + os.sep, '').replace(str(ROOT), '.')
-    s = re.sub(r'/tmp/[\w.-]*tmp[\w.-]+', '/tmp/tmp…', s)
-    return re.sub(r'\b0x[0-9a-fA-F]{6,}\b', '0x…', s)
-
-
-TQDM_LINE = re.compile(r'\r|\d+%\|| \d+/\d+ \[\d|it/s\]|s/it\]')
-
-
-def normalise_outputs(outputs):
-    "Merge consecutive stream outputs, drop progress-bar lines from stderr, normalise every text."
-    out = []
-    for o in outputs:
-        o = dict(o)
-        if o['output_type'] == 'stream':
-            text = ''.join(o['text'])
-            if o['name'] == 'stderr': text = ''.join(l for l in text.splitlines(True) if not TQDM_LINE.search(l))
-            if out and out[-1]['output_type'] == 'stream' and out[-1]['name'] == o['name']:
-                out[-1]['text'] += text
-                continue
-            o['text'] = text
-        elif 'data' in o:
-            o['data'] = {k: normalise_text(''.join(v)) if isinstance(v, (str, list)) and (k.startswith('text/') or k.endswith('+xml')) else v
-                         for k, v in o['data'].items()}
-        out.append(o)
-    for o in out:
-        if o['output_type'] == 'stream': o['text'] = normalise_text(o['text'])
-    return [o for o in out if not (o['output_type'] == 'stream' and not o['text'])]
-
-
-def canonical(nb: dict) -> str:
-    "The notebook's text exactly as `nbdev-clean` writes it (outputs kept, no execution counts or metadata)."
-    from fastcore.nbio import nb2str
-    from nbdev.clean import _nbdev_clean
-    cwd = os.getcwd()
-    os.chdir(ROOT)        # nbdev reads its configuration ([tool.nbdev]) from the project
-    try: _nbdev_clean(nb)
-    finally: os.chdir(cwd)
-    return nb2str(nb)
-
-
-def execute(path) -> str:
-    """Execute the notebook at `path` (cwd nbs/, the test environment, installed plugins not loaded) and return
-    its canonical text with normalised outputs. Raises RuntimeError naming the cell that failed."""
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-    path = Path(path)
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=NB_CELL_TIMEOUT, kernel_name='python3', record_timing=False,
-                            resources={'metadata': {'path': str(NBS)}})
-    # the kernel's own stderr (its start-up warnings) stays off the console; cell errors still reach the outputs
-    with client.setup_kernel(env=test_env(IN_TEST='1'), cwd=str(NBS), stderr=subprocess.DEVNULL):
-        for i, cell in enumerate(nb.cells):
-            if cell.cell_type != 'code': continue
-            if directives(cell).get('eval', '').lower() == 'false':
-                cell.outputs = []
-                continue
-            try: client.execute_cell(cell, i)
-            except CellExecutionError as e:
-                raise RuntimeError(f'{path.name}: cell {i} failed:\n{cell_head(cell)}\n{str(e).strip()[-1500:]}') from None
-            cell.outputs = nbformat.from_dict(normalise_outputs(cell.outputs))
-    d = json.loads(nbformat.writes(nb))
-    return canonical(d)
-
-
-def cell_head(cell, n=3):
-    return '\n'.join('    ' + l for l in ''.join(cell['source']).splitlines()[:n])
-
-
-def output_text(outputs):
-    "A readable rendering of a cell's outputs, for diffs."
-    lines = []
-    for o in outputs:
-        if o['output_type'] == 'stream': lines += [f'[{o["name"]}] ' + l for l in ''.join(o['text']).splitlines()]
-        elif o['output_type'] == 'error': lines.append(f'[error] {o["ename"]}: {o["evalue"]}')
-        else:
-            data = o.get('data', {})
-            key = 'text/plain' if 'text/plain' in data else next(iter(data), '')
-            for k in data:
-                if k != key: lines.append(f'[{k}] sha256 {hashlib.sha256(json.dumps(data[k]).encode()).hexdigest()[:12]}')
-            lines += [f'[{key}] ' + l for l in ''.join(data.get(key, '')).splitlines()]
-    return lines
-
-
-def first_difference(name, committed: str, fresh: str) -> str:
-    "Name the first cell whose committed outputs differ from a fresh execution, with a short diff."
-    a, b = json.loads(committed)['cells'], json.loads(fresh)['cells']
-    for i, (ca, cb) in enumerate(zip(a, b)):
-        if ca == cb: continue
-        diff = list(difflib.unified_diff(output_text(ca.get('outputs', [])), output_text(cb.get('outputs', [])),
-                                         'committed', 'now', n=1, lineterm=''))
-        more = f'\n    ... ({len(diff) - 16} more diff lines)' if len(diff) > 16 else ''
-        body = '\n'.join('    ' + l[:160] for l in diff[:16]) if diff else '    (same text, other metadata or formatting)'
-        return f'{name}: cell {i} has stale outputs:\n{cell_head(ca)}\n{body}{more}'
-    return f'{name}: stale (cells added or removed, or notebook formatting differs)'
-
-
-def static_problems(path) -> list[str]:
-    "What is wrong with a committed notebook without running it: size, remote assets, no outputs at all."
-    path, problems = Path(path), []
-    size = path.stat().st_size
-    if size > NB_MAX_BYTES: problems.append(f'{path.name}: {size / 1e6:.1f} MB, over the {NB_MAX_BYTES / 1e6:.0f} MB limit (chart bins, not events)')
-    cells = json.loads(path.read_text())['cells']
-    for i, c in enumerate(cells):
-        for o in c.get('outputs', []):
-            m = REMOTE_ASSET.search(json.dumps(o.get('data', {})))
-            if m:
-                problems.append(f'{path.name}: cell {i} output loads from another host ({m.group(0)!r}); charts must be inline SVG')
-                break
-    if not any(c.get('outputs') for c in cells):
-        problems.append(f'{path.name}: has no outputs at all (run `python3 tasks.py notebooks {path.name}` and commit it)')
-    return problems
-
-
-def nb_job(args):
-    "One notebook for the pool: (name, problem or None, seconds)."
-    path, write = args
-    t0 = time.monotonic()
-    try: fresh = execute(path)
-    except RuntimeError as e: return path.name, str(e), time.monotonic() - t0
-    committed = path.read_text()
-    if write:
-        if fresh != committed: path.write_text(fresh)
-        return path.name, None, time.monotonic() - t0
-    return path.name, None if fresh == committed else first_difference(path.name, committed, fresh), time.monotonic() - t0
-
-
-def notebook_paths(names):
-    paths = [NBS/Path(n).name for n in names] if names else sorted(NBS.glob('*.ipynb'))
-    missing = [p.name for p in paths if not p.exists()]
-    if missing: sys.exit(f'no such notebook in nbs/: {", ".join(missing)}')
-    return paths
-
-
-def run_notebooks(write: bool, names=()):
-    "Execute notebooks with NB_WORKERS processes; write them back (`write`) or fail on any stale output."
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    paths = notebook_paths(names)
-    problems = [] if write else [p for path in paths for p in static_problems(path)]
-    t0 = time.monotonic()
-    print(f'executing {len(paths)} notebook(s) with {NB_WORKERS} workers', flush=True)
-    with ProcessPoolExecutor(NB_WORKERS) as pool:
-        futures = [pool.submit(nb_job, (p, write)) for p in paths]
-        for f in as_completed(futures):
-            name, problem, secs = f.result()
-            print(f'  {"FAIL" if problem else "ok  "} {name} ({secs:.0f} s)', flush=True)
-            if problem: problems.append(problem)
-    step(f'{len(paths)} notebook(s) executed', t0)
-    if problems:
-        sys.exit('\n\n'.join(problems) + f'\n\n{len(problems)} notebook problem(s); '
-                 '`python3 tasks.py notebooks NB` re-executes a notebook and writes its outputs back')
-    print('ok: every notebook\'s committed outputs match a fresh execution' if not write else 'done: outputs written back', flush=True)
-
-
 def in_venv(task, *args):
     "Run a task of this file with the venv's python (it needs nbclient and nbdev) in the test environment."
     setup()
     check(BIN/'python', __file__, task, *args, env=test_env())
+
+
+def _notebooks(mode, *names):
+    "Internal: what `notebooks` and `check-notebooks` run inside .venv (tools/nbcheck.py), in the test environment."
+    from tools.nbcheck import run_notebooks
+    run_notebooks(mode == 'write', names, test_env())
 
 
 def notebooks(*names):
@@ -415,8 +247,7 @@ def samples():
 
 TASKS = {'setup': setup, 'test': test, 'demo': demo, 'samples': samples, 'readme': readme, 'docs': docs,
          'notebooks': notebooks, 'check-notebooks': check_notebooks,
-         # internal: what `notebooks` and `check-notebooks` run inside .venv
-         '_notebooks': lambda mode, *names: run_notebooks(mode == 'write', names)}
+         '_notebooks': _notebooks}
 
 if __name__ == '__main__':
     if len(sys.argv) < 2 or sys.argv[1] not in TASKS or (sys.argv[2:] and 'notebooks' not in sys.argv[1]): sys.exit(__doc__)

@@ -4,14 +4,15 @@
 
 # %% ../nbs/00_config.ipynb #48f90626
 from __future__ import annotations
-import configparser, dataclasses, os
+import configparser, dataclasses, os, sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['Settings', 'package_dir', 'calibkit_version', 'settings_path', 'read_settings', 'settings', 'default', 'progress',
-           'data_dir', 'require']
+           'fixed_threads', 'data_dir', 'require']
 
 # %% ../nbs/00_config.ipynb #2467c999
 @dataclass(frozen=True)
@@ -90,6 +91,19 @@ def progress(iterable=None, *, quiet: bool | None = None, **kw):
     from tqdm.auto import tqdm
     if quiet is None: quiet = os.environ.get('CALIBKIT_QUIET', '') not in ('', '0')
     return tqdm(iterable, disable=quiet, **kw)
+
+# %% ../nbs/00_config.ipynb #ec916d31
+@contextmanager
+def fixed_threads():
+    "One thread for BLAS, OpenMP (threadpoolctl) and, if loaded, torch (deterministic algorithms); restored after."
+    from threadpoolctl import threadpool_limits
+    torch = sys.modules.get('torch')          # never imported here: only pinned when the caller uses it
+    saved = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()) if torch else None
+    with threadpool_limits(1):
+        if torch: torch.set_num_threads(1); torch.use_deterministic_algorithms(True)
+        try: yield
+        finally:
+            if torch: torch.set_num_threads(saved[0]); torch.use_deterministic_algorithms(saved[1])
 
 # %% ../nbs/00_config.ipynb #de6db4bd
 def data_dir(*parts: str) -> Path:

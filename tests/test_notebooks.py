@@ -1,7 +1,7 @@
 """The notebooks as readers see them: committed executed, deterministic, self-contained, in fastcore's rhythm.
 
-The staleness check itself (every notebook re-executed and compared with its committed outputs) is a step
-of `python3 tasks.py test`; here are its building blocks, tested, and the properties of the committed files.
+The staleness check itself (every notebook re-executed and compared with its committed outputs, tools/nbcheck.py)
+is a step of `python3 nbcheck.py test`; here are its building blocks, tested, and the properties of the committed files.
 """
 import json, os, re, sys
 from concurrent.futures import ProcessPoolExecutor
@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-import tasks  # noqa: E402  (tasks.py at the top of the repository: the runner that executes the notebooks)
+from tools import nbcheck  # noqa: E402  (the runner `python3 nbcheck.py check-notebooks` calls)
 
 NOTEBOOKS = sorted((ROOT/'nbs').glob('*.ipynb'))
 FAST = ['00_config.ipynb', '01_events.ipynb', '02_binning.ipynb']
@@ -53,7 +53,7 @@ def test_notebook_cites_no_file_outside_the_repository(path):
 
 @pytest.mark.parametrize('path', NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_is_committed_executed_small_and_offline(path):
-    assert tasks.static_problems(path) == []
+    assert nbcheck.static_problems(path) == []
 
 
 def nb(*code_cells):
@@ -64,46 +64,112 @@ def nb(*code_cells):
 def test_static_problems_catch_size_remote_assets_and_no_outputs(tmp_path):
     p = tmp_path/'x.ipynb'
     p.write_text(json.dumps(nb(('1', []))))
-    assert tasks.static_problems(p) == ['x.ipynb: has no outputs at all (run `python3 tasks.py notebooks x.ipynb` and commit it)']
+    assert nbcheck.static_problems(p) == ['x.ipynb: has no outputs at all (run `python3 tasks.py notebooks x.ipynb` and commit it)']
     html = {'output_type': 'display_data', 'metadata': {}, 'data': {'text/html': '<script src="https://cdn.jsdelivr.net/npm/vega@5"></script>'}}
     p.write_text(json.dumps(nb(('1', []), ('chart', [html]))))
-    (problem,) = tasks.static_problems(p)
+    (problem,) = nbcheck.static_problems(p)
     assert problem.startswith('x.ipynb: cell 1 output loads from another host')
-    svg = {'output_type': 'display_data', 'metadata': {}, 'data': {'image/svg+xml': '<svg>' + 'x' * tasks.NB_MAX_BYTES + '</svg>'}}
+    svg = {'output_type': 'display_data', 'metadata': {}, 'data': {'image/svg+xml': '<svg>' + 'x' * nbcheck.NB_MAX_BYTES + '</svg>'}}
     p.write_text(json.dumps(nb(('chart', [svg]))))
-    (problem,) = tasks.static_problems(p)
+    (problem,) = nbcheck.static_problems(p)
     assert problem.startswith('x.ipynb: 2.0 MB, over the 2 MB limit')
 
 
 def test_outputs_are_normalised():
-    root = str(tasks.ROOT)
+    root = str(nbcheck.ROOT)
     outs = [{'output_type': 'stream', 'name': 'stderr', 'text': 'bins: 100%|██████████| 10/10 [00:00<00:00, 99.1it/s]\n'},
             {'output_type': 'stream', 'name': 'stdout', 'text': f'wrote {root}/sample_outputs/x.svg\n'},
             {'output_type': 'stream', 'name': 'stdout', 'text': 'at <object at 0x7f3a2b1c0d90>\n'},
             {'output_type': 'execute_result', 'execution_count': 3, 'metadata': {},
              'data': {'text/plain': '/usr/lib/python3/site-packages/x.py:3: UserWarning'}}]
-    got = tasks.normalise_outputs(outs)
+    got = nbcheck.normalise_outputs(outs)
     assert got == [{'output_type': 'stream', 'name': 'stdout', 'text': 'wrote sample_outputs/x.svg\nat <object at 0x…>\n'},
                    {'output_type': 'execute_result', 'execution_count': 3, 'metadata': {},
                     'data': {'text/plain': '<site-packages>/x.py:3: UserWarning'}}]
 
 
+def out(t, mime='text/plain'):
+    return [{'output_type': 'execute_result', 'execution_count': None, 'metadata': {}, 'data': {mime: t}}]
+
+
 def test_stale_output_names_the_notebook_and_first_differing_cell():
-    out = lambda t: [{'output_type': 'execute_result', 'execution_count': None, 'metadata': {}, 'data': {'text/plain': t}}]
     committed = json.dumps(nb(('a = 1\na', out('1')), ('b = 2\nb', out('2')), ('c', out('3'))))
     fresh = json.dumps(nb(('a = 1\na', out('1')), ('b = 2\nb', out('20')), ('c', out('30'))))
-    msg = tasks.first_difference('x.ipynb', committed, fresh)
-    assert msg.splitlines()[0] == 'x.ipynb: cell 1 has stale outputs:'
+    msg = nbcheck.stale('x.ipynb', committed, fresh)
+    assert msg.splitlines()[0].startswith('x.ipynb: cell 1 has stale outputs, compared exactly: a code change')
     assert '    b = 2' in msg and '-[text/plain] 2' in msg and '+[text/plain] 20' in msg and '30' not in msg
+    assert msg.splitlines()[-1] == '    (and 1 more stale cell(s))'
+    assert nbcheck.stale('x.ipynb', committed, committed) is None
+
+
+def test_unit_of_the_last_displayed_digit():
+    assert [nbcheck.unit(x) for x in ('0.0922', '3.1e-05', '12', '-2.50', '1E+3')] == [1e-4, 1e-6, 0.0, 1e-2, 1000.0]
+
+
+def test_needed_tolerance_by_hand():
+    "|a - b| beyond one unit of the last digit, relative to the larger number (or to the SVG's size)."
+    need, pair = nbcheck.needed_tolerance(out('ECE 0.0922 (n = 12)'), out('ECE 0.0918 (n = 12)'))
+    assert pair == '0.0922 → 0.0918' and need == pytest.approx((0.0004 - 0.0001) / 0.0922)
+    assert nbcheck.needed_tolerance(out('x 0.14100'), out('x 0.14101')) == (0.0, '0.14100 → 0.14101')   # one last-digit unit
+    assert nbcheck.needed_tolerance(out('−27.7%'), out('−27.9%'))[0] == pytest.approx(0.1 / 27.9)      # U+2212 is a minus sign
+    assert nbcheck.needed_tolerance(out('n = 12'), out('n = 13'))[0] == pytest.approx(1 / 13)         # integers: no unit
+    table = lambda a, b: f'   kind  mean_conf\n0  pair  {a:>9}\n1   new  {b:>9}'                    # pandas realigns columns
+    assert nbcheck.needed_tolerance(out(table('0.14100', '0.31150')), out(table('0.1410', '0.3115'))) == (0.0, '0.14100 → 0.1410')
+    svg = '<svg width="300" height="200"><path d="M10.5,150L290,20"/></svg>'
+    need, pair = nbcheck.needed_tolerance(out(svg, 'image/svg+xml'), out(svg.replace('150L', '151.5L'), 'image/svg+xml'))
+    assert pair == '150 → 151.5' and need == pytest.approx((1.5 - 0.1) / 300)      # pixels, relative to the chart's size
+    for other in ('ECE 0.0922 (n = 12)!', 'ECE 0.0922', 'ece 0.0922 (n = 12)'):       # other text, or a number more or less
+        assert nbcheck.needed_tolerance(out('ECE 0.0922 (n = 12)'), out(other)) is None
+    assert nbcheck.needed_tolerance(out('0.5'), out('0.5', 'text/html')) is None          # another kind of output
+
+
+def test_a_processor_change_passes_and_a_code_change_is_named_as_one():
+    "In a `#| tolerance:` cell numbers may move within the tolerance; beyond it, or other text, is a code change."
+    model = '#| tolerance: 1e-2\nprint(ece(model))'
+    committed = json.dumps(nb(('1 + 1', out('2')), (model, out('ECE 0.0922'))))
+    fresh = lambda exact, shown: json.dumps(nb(('1 + 1', out(exact)), (model, out(shown))))
+    assert nbcheck.stale('x.ipynb', committed, fresh('2', 'ECE 0.0918')) is None                # 3.3e-3 < 1e-2
+    msg = nbcheck.stale('x.ipynb', committed, fresh('2', 'ECE 0.0818'))
+    assert msg.splitlines()[0] == ('x.ipynb: cell 1: numbers differ beyond the processor tolerance 1e-2 '
+                                   '(by up to 1.1e-01 relative: 0.0922 → 0.0818): code change?')
+    msg = nbcheck.stale('x.ipynb', committed, fresh('2', 'MCE 0.0922'))
+    assert msg.splitlines()[0] == 'x.ipynb: cell 1 has stale outputs: text differs, not only numbers (a code change):'
+    msg = nbcheck.stale('x.ipynb', committed, fresh('2.0000003', 'ECE 0.0922'))      # no directive: exact
+    assert msg.splitlines()[0] == ('x.ipynb: cell 0 has stale outputs, compared exactly: a code change (only numbers '
+                                   'differ, by up to 1.0e-07 relative (2 → 2.0000003): if they come from a trained model, '
+                                   'measure their processor tolerance and mark the cell `#| tolerance: R`):')
+
+
+def test_a_tolerance_must_be_a_relative_tolerance(tmp_path):
+    p = tmp_path/'x.ipynb'
+    for bad in ('abc', '0', '2', 'nan'):
+        p.write_text(json.dumps(nb((f'#| tolerance: {bad}\nx', out('1')))))
+        assert nbcheck.static_problems(p) == [f'x.ipynb: cell 0: `#| tolerance: {bad}` is not a relative tolerance in (0, 1]']
+    p.write_text(json.dumps(nb(('#| tolerance: 1e-3\nx', out('1')))))
+    assert nbcheck.static_problems(p) == []
+
+
+def test_writing_back_keeps_a_notebook_that_matches_within_tolerance(tmp_path, monkeypatch):
+    "`tasks.py notebooks` does not rewrite a notebook whose only differences are within their processor tolerance."
+    model = '#| tolerance: 1e-2\nprint(ece(model))'
+    p = tmp_path/'x.ipynb'
+    committed = json.dumps(nb((model, out('ECE 0.0922'))))
+    for shown, kept in (('ECE 0.0918', True), ('ECE 0.0818', False)):
+        fresh = json.dumps(nb((model, out(shown))))
+        p.write_text(committed)
+        monkeypatch.setattr(nbcheck, 'execute', lambda path, env: fresh)
+        name, problem, _, wrote = nbcheck.nb_job((p, True, None))
+        assert (name, problem, wrote) == ('x.ipynb', None, not kept)
+        assert p.read_text() == (committed if kept else fresh)
 
 
 def test_executing_twice_gives_identical_notebooks():
     "Outputs are deterministic: two executions of the fast notebooks give byte-identical files, in nbdev-clean's form."
     paths = [ROOT/'nbs'/n for n in FAST]
     with ProcessPoolExecutor(2) as pool:
-        first, second = list(pool.map(tasks.execute, paths)), list(pool.map(tasks.execute, paths))
+        first, second = list(pool.map(nbcheck.execute, paths)), list(pool.map(nbcheck.execute, paths))
     for path, a, b in zip(paths, first, second):
-        assert a == b, tasks.first_difference(path.name, a, b)
+        assert a == b, nbcheck.first_difference(path.name, a, b)
         assert any(c.get('outputs') for c in json.loads(a)['cells']), path.name
         assert re.search(r'"execution_count": [0-9]', a) is None and str(ROOT) not in a
 
@@ -111,4 +177,18 @@ def test_executing_twice_gives_identical_notebooks():
 def test_warnings_raised_in_a_cell_do_not_carry_the_kernel_file():
     "A warning's location in a cell is a per-kernel temp file (/tmp/ipykernel_PID/HASH.py): normalised to <cell>."
     outs = [{'output_type': 'stream', 'name': 'stderr', 'text': '/tmp/ipykernel_24792/3442984280.py:25: UserWarning: gmce: 1 group(s)\n'}]
-    assert tasks.normalise_outputs(outs)[0]['text'] == '<cell>:25: UserWarning: gmce: 1 group(s)\n'
+    assert nbcheck.normalise_outputs(outs)[0]['text'] == '<cell>:25: UserWarning: gmce: 1 group(s)\n'
+
+
+def test_a_check_puts_back_the_files_the_notebooks_rewrote(tmp_path):
+    "What a check run's notebooks rewrite (sample_outputs/) is put back byte for byte; files they create are left."
+    (tmp_path/'a').mkdir()
+    (tmp_path/'a'/'x.csv').write_text('p\n0.0922\n')
+    (tmp_path/'y.svg').write_text('<svg/>')
+    before = nbcheck.contents(tmp_path)
+    (tmp_path/'a'/'x.csv').write_text('p\n0.0918\n')          # another processor's digits
+    (tmp_path/'y.svg').unlink()
+    (tmp_path/'new.txt').write_text('new')
+    assert nbcheck.restore(before) == [tmp_path/'a'/'x.csv', tmp_path/'y.svg']
+    assert nbcheck.contents(tmp_path) == {**before, tmp_path/'new.txt': b'new'}
+    assert nbcheck.restore(before) == []

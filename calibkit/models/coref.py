@@ -9,7 +9,7 @@ import numpy as np, pandas as pd
 from scipy import sparse
 from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression
-from ..config import progress
+from ..config import fixed_threads, progress
 from ..datasets.coref import CorefDocument
 from ..extractors.coref import window_pairs, first_mentions, antecedent_correct
 
@@ -225,13 +225,15 @@ class MentionRanker:
     def fit(self, docs, quiet: bool | None = None) -> 'MentionRanker':
         "Fit on gold mentions and clusters of `docs` (pairwise logistic regression, then the ranking likelihood)."
         d = self._design(docs, quiet)
-        lr = LogisticRegression(C=self.C, max_iter=self.max_iter).fit(d.X, d.gold)
-        w = lr.coef_[0]                    # the intercept is the same for every option: it cancels in the softmax
-        if self.objective == 'ranking':
-            res = minimize(_ranking_loss, w, args=(d, self.C), jac=True, method='L-BFGS-B',
-                           options=dict(maxiter=self.max_iter))
-            if not res.success: warnings.warn(f'MentionRanker: L-BFGS did not converge after {res.nit} iterations: {res.message}')
-            w = res.x
+        with fixed_threads():
+            lr = LogisticRegression(C=self.C, max_iter=self.max_iter).fit(d.X, d.gold)
+            w = lr.coef_[0]                    # the intercept is the same for every option: it cancels in the softmax
+            if self.objective == 'ranking':      # to the optimum (ftol=0: until no step decreases the loss), not near it
+                res = minimize(_ranking_loss, w, args=(d, self.C), jac=True, method='L-BFGS-B',
+                               options=dict(maxiter=self.max_iter, ftol=0, gtol=1e-9))
+                if not res.success:
+                    warnings.warn(f'MentionRanker: L-BFGS did not converge after {res.nit} iterations: {res.message}')
+                w = res.x
         self.coef_, self.n_train_mentions_ = w, d.n_mentions
         return self
 

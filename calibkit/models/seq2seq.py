@@ -4,10 +4,9 @@
 
 # %% ../../nbs/16_models_seq2seq.ipynb #be261377
 from __future__ import annotations
-from contextlib import contextmanager
 from typing import NamedTuple
 import numpy as np, pandas as pd
-from ..config import default, progress
+from ..config import default, fixed_threads, progress
 from ..events import check_int
 from ..extractors.seq2seq import IGNORE_INDEX, sequence_events, token_events, word_events
 from pathlib import Path
@@ -144,14 +143,6 @@ class Seq2Seq(nn.Module):
         return torch.stack(ids, 1).numpy(), torch.stack(conf, 1).numpy()
 
 # %% ../../nbs/16_models_seq2seq.ipynb #a2192336
-@contextmanager
-def _deterministic():
-    "Single-threaded, deterministic torch for the duration of the block; the caller's settings are restored after."
-    threads, det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    torch.set_num_threads(1); torch.use_deterministic_algorithms(True)
-    try: yield
-    finally: torch.set_num_threads(threads); torch.use_deterministic_algorithms(det)
-
 def train(data: Seq2SeqData, *, hidden: int = 64, dropout: float = 0.1, epochs: int = 12, batch_size: int = 64,
           lr: float = 3e-3, seed: int | None = None, idx=None) -> tuple[Seq2Seq, list[float]]:
     "A `Seq2Seq` trained on the pairs `idx` (default: the train split) by teacher forcing; returned in eval mode with the per-epoch loss per piece."
@@ -161,7 +152,7 @@ def train(data: Seq2SeqData, *, hidden: int = 64, dropout: float = 0.1, epochs: 
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < np.inf:
         raise ValueError(f'lr must be a positive number, got {lr!r}')
     idx = data.train_idx if idx is None else _check_idx(idx, len(data.src))
-    with _deterministic():
+    with fixed_threads():
         torch.manual_seed(seed)
         g = torch.Generator().manual_seed(seed)
         model = Seq2Seq(data.tokenizer.get_vocab_size(), hidden, dropout)
@@ -215,7 +206,7 @@ def model_events(model: Seq2Seq, data: Seq2SeqData, idx=None) -> Seq2SeqEvents:
     "Token and word events (teacher forcing) and sequence events by `min`, `mean` and `prod` (greedy decoding) of the pairs `idx` (default: test)."
     _check_model(model)
     idx = data.test_idx if idx is None else _check_idx(idx, len(data.src))
-    with _deterministic():
+    with fixed_threads():
         x, y_in, labels = batch_tensors(data, idx)
         with torch.no_grad(): logits = model(x, y_in)
         tokens = token_events(logits, labels, logits=True, item=idx)

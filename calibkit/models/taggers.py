@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np, pandas as pd
 from scipy import sparse
 from sklearn.exceptions import NotFittedError
-from ..config import default, require
+from ..config import default, fixed_threads, require
 from ..events import check_int
 from ..extractors.taggers import crf_marginals, from_crfsuite
 
@@ -277,7 +277,7 @@ class SoftmaxTagger(Tagger):
         self.vectorizer_ = DictVectorizer().fit([f for s in sents for f in token_features(s, 'advanced')])
         self.classifier_ = LogisticRegression(C=self.C, solver='saga', max_iter=self.max_iter, tol=self.tol,
                                               random_state=default('seed', self.seed))
-        self.classifier_.fit(self._x(sents), [t for s in tags for t in s])
+        with fixed_threads(): self.classifier_.fit(self._x(sents), [t for s in tags for t in s])
         self.tags_ = list(self.classifier_.classes_)
         return self
 
