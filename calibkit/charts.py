@@ -376,12 +376,12 @@ def study_curve(df: pd.DataFrame, x: str, y: str, *, color=None, ylo=None, yhi=N
     scale = lambda log: alt.Scale(type='log') if log else alt.Scale(zero=False)
     axis = lambda log: alt.Axis(format='~g', labelOverlap='greedy') if log else alt.Axis()
     enc_x = alt.X(f'{x}:Q', title=x, scale=scale(log_x), axis=axis(log_x))
-    col = dict(color=alt.Color(f'{color}:N', title=color)) if color is not None else {}
+    col = dict(color=alt.Color(f'{color}:N', title=color, legend=alt.Legend(orient='bottom'))) if color is not None else {}
     line = alt.Chart().mark_line(point=True).encode(
         enc_x, alt.Y(f'{y}:Q', title=y, scale=scale(log_y), axis=axis(log_y)), tooltip=[alt.Tooltip(c) for c in cols], **col)
     layers = [line]
     if ylo is not None:
         layers.insert(0, alt.Chart().mark_area(opacity=0.2).encode(
             enc_x, alt.Y(f'{ylo}:Q', title=y, scale=scale(log_y), axis=axis(log_y)), alt.Y2(f'{yhi}:Q'), **col))
-    chart = alt.layer(*layers, data=df[cols].reset_index(drop=True)).properties(width=420, height=260)
+    chart = alt.layer(*layers, data=df[cols].reset_index(drop=True)).properties(width=400, height=260)   # with its axes, narrower than a page
     return svg_display(chart.properties(title=title) if title is not None else chart)

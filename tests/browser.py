@@ -14,14 +14,14 @@ TEXT_SLACK = 0.5         # px a text's box may pass its chart's edge or another 
 # be drawn at >= MIN_TEXT_PX (its font size times the scale the page applies); chart, subtitle, axis, legend and
 # header titles must not overlap one another, nor the labels of one axis; the SVG must fit the column holding it.
 CHART_TEXT_JS = """
-const minPx = arguments[0], slack = arguments[1], out = [];
+const [minPx, slack, done] = arguments, out = [];
 const TITLES = ['role-title-text', 'role-title-subtitle', 'role-axis-title', 'role-legend-title', 'role-column-title',
                 'role-row-title', 'role-column-header', 'role-row-header'];
 const role = t => { const g = t.closest('g[class*="role-"]'); return g ? [...g.classList].find(c => c.startsWith('role-')) : ''; };
 const hit = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > slack &&
                       Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > slack;
 const fmt = r => `[${r.left.toFixed(1)}, ${r.right.toFixed(1)}] x [${r.top.toFixed(1)}, ${r.bottom.toFixed(1)}]`;
-[...document.querySelectorAll('svg.marks')].forEach((svg, i) => {
+document.fonts.ready.then(() => { [...document.querySelectorAll('svg.marks')].forEach((svg, i) => {
   const box = svg.getBoundingClientRect();
   if (box.width === 0 || box.height === 0) return;                       // not displayed (a collapsed section)
   const name = `chart ${i + 1} (${Math.round(box.width)} px wide)`;
@@ -45,14 +45,13 @@ const fmt = r => `[${r.left.toFixed(1)}, ${r.right.toFixed(1)}] x [${r.top.toFix
     if (hit(ra, rb)) out.push(`${a} overlaps ${b.slice(name.length + 1)} (${why})`); }));
   overlaps(titles, 'titles');
   labels.forEach(items => overlaps(items, 'labels of one axis'));
-});
-return out;
+}); done(out); });
 """
 
 
 def chart_text_problems(driver) -> list[str]:
-    "What is wrong with the chart text of the page open in `driver` (see CHART_TEXT_JS); empty when nothing."
-    return driver.execute_script(CHART_TEXT_JS, MIN_TEXT_PX, TEXT_SLACK)
+    "What is wrong with the chart text of the page open in `driver` (see CHART_TEXT_JS), once its fonts are loaded."
+    return driver.execute_async_script(CHART_TEXT_JS, MIN_TEXT_PX, TEXT_SLACK)
 
 
 def missing() -> str | None:
