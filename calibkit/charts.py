@@ -141,7 +141,8 @@ def choose_scale(table: pd.DataFrame, scale: str = 'auto') -> str:
     return 'logit' if t.n[near].sum() >= _MAJORITY * t.n.sum() else "linear"
 
 # %% ../nbs/40_charts.ipynb #7c089913
-_PROB_TICKS = (.5, .1, .9, .01, .99, .001, .999, 1e-4, .9999, .25, .75, .05, .95)   # by priority: the first that fit are shown
+# the probability ticks of log-odds axes, by priority: the first that fit are shown
+_PROB_TICKS = (.5, .1, .9, .01, .99, .001, .999, 1e-4, .9999, .25, .75, .05, .95)
 _TICK_PX = 44            # room for one probability tick label ('0.0001' at 10 px) and a gap
 _CONF_CLIP = 1e-6
 AT_ACCURACY = 'accuracy in bin'
@@ -150,7 +151,7 @@ AT_EDGE = 'accuracy 0 or 1, drawn at the axis edge'
 def _logit(p) -> np.ndarray: return np.log(p) - np.log1p(-p)
 
 def _ticks(lo: float, hi: float, px: int) -> list[float]:
-    "Log-odds positions of the probability ticks within [lo, hi], by priority, none nearer than `_TICK_PX` pixels to another."
+    "Log-odds positions of the probability ticks in [lo, hi], by priority, none nearer than `_TICK_PX` px to another."
     gap, kept = (hi - lo) * _TICK_PX / px, []
     for v in _logit(np.array(_PROB_TICKS)):          # 13 candidates, not data
         if lo <= v <= hi and all(abs(v - k) >= gap for k in kept): kept.append(float(v))
@@ -158,7 +159,8 @@ def _ticks(lo: float, hi: float, px: int) -> list[float]:
 
 def _plot_frame(t: pd.DataFrame, scale: str, px: int = 300) -> tuple[pd.DataFrame, dict]:
     """The bins with a `drawn` column (where each point is drawn) and, for 'logit', the plotted coordinates
-    (`x_conf, x_acc, x_lo, x_hi`, the bin's range `x_blo, x_bhi`); and the axis settings of `scale` for a plot `px` wide."""
+    (`x_conf, x_acc, x_lo, x_hi`, the bin's range `x_blo, x_bhi`); and the axis settings of `scale` for a plot
+    `px` wide."""
     if scale == 'linear': return t.assign(drawn=AT_ACCURACY), dict(domain=[0, 1], ticks=None, edge=False)
     half = 0.5 / t.n.to_numpy(float)                    # half an event: where 0 and 1 are drawn
     shown = lambda c: _logit(np.clip(t[c].to_numpy(float), half, 1 - half))
@@ -181,10 +183,10 @@ _TOOLTIP = [alt.Tooltip('n:Q', title='events'), alt.Tooltip('lo:Q', title='min c
             alt.Tooltip('ci_hi:Q', title='interval hi', format='.4g')]
 _BAR = '#4c78a8'
 _SIZE, _HIST = 300, 70            # a diagram's side and its histogram's height, in px
-_TITLE_PX = 420                   # title lines at most this wide: a diagram with its axes stays narrower than a page (550 px)
+_TITLE_PX = 420                   # title lines at most this wide: a diagram stays narrower than a page (550 px)
 
 def _layers(conf_axis: str, color: bool, scale: str, ax: dict, acc_title: bool = True) -> list[alt.Chart]:
-    "Diagonal, per-bin interval rules and points (hollow where drawn at the edge), on a dataset of bins (`_plot_frame`)."
+    "Diagonal, per-bin interval rules and points (hollow where drawn at the edge), on bins from `_plot_frame`."
     c, a = _axes(conf_axis)
     f, sc = _FIELDS[scale], alt.Scale(domain=ax['domain'], nice=False)
     axis = lambda title: alt.Axis(title=title, **_tick_axis(scale, ax))
@@ -207,8 +209,9 @@ def _tick_axis(scale: str, ax: dict) -> dict:
     if scale == 'linear': return dict(labelFontSize=10)
     return dict(values=ax['ticks'], labelExpr="format(1 / (1 + exp(-datum.value)), '.4~g')", labelFontSize=10)
 
-def _histogram(conf_axis: str, color: bool, scale: str, ax: dict, side: int, size: int, count_title: bool = True) -> alt.Chart:
-    "Events per bin as bars over each bin's range of confidences, `size` px deep, on the diagram's confidence axis (`side` px)."
+def _histogram(conf_axis: str, color: bool, scale: str, ax: dict, side: int, size: int,
+               count_title: bool = True) -> alt.Chart:
+    "Events per bin as bars over each bin's range of confidences, `size` px deep, on the diagram's confidence axis."
     c, a = _axes(conf_axis)
     f = _FIELDS[scale]
     conf = _POS[c](f"{f['blo']}:Q", title=CONF_TITLE, scale=alt.Scale(domain=ax['domain'], nice=False),
@@ -227,7 +230,7 @@ def _score_text(score: float, ci: Interval | None, level) -> str:
 _EM = dict(normal=0.6, bold=0.68)      # a generous mean glyph width of Calibkit Sans, in ems: lines wrapped by it fit
 
 def _wrap(text: str, px: float, size: float = 13, weight: str = 'bold') -> list[str]:
-    "`text` broken at spaces into lines at most `px` pixels wide in calibkit's font at `size` px (a longer word gets its own line)."
+    "`text` broken at spaces into lines at most `px` wide in calibkit's font at `size` px (a longer word: a line)."
     check_choice('weight', weight, tuple(_EM))
     per_line = max(int(px / (_EM[weight] * size)), 1)
     lines = []
@@ -240,7 +243,8 @@ def _title(head: str, score: str, px: float, subtitle: list[str] = (), size: flo
     "`head: score` on one line when it fits in `px`, else the head wrapped and the score on lines of its own."
     one = f'{head}: {score}'
     text = one if len(_wrap(one, px, size)) == 1 else _wrap(f'{head}:', px, size) + _wrap(score, px, size)
-    return alt.TitleParams(text, subtitle=list(subtitle) or alt.Undefined, anchor='start', fontSize=size, subtitleFontSize=10)
+    return alt.TitleParams(text, subtitle=list(subtitle) or alt.Undefined, anchor='start', fontSize=size,
+                           subtitleFontSize=10)
 
 def _subtitle(conf_axis: str, scale: str, px: float, edge: bool = False) -> list[str]:
     "How to read the diagram, in lines at most `px` wide; `edge`: some points are drawn at the axis edge."
@@ -281,7 +285,8 @@ def reliability(data, # events (a frame, or confidences with `correct`) or a bin
     head = title if title is not None else (str(label) if label is not None else 'Reliability diagram')
     scale, p, ax = _view(t, scale, _SIZE)
     return svg_display(_stack(p, ax, conf_axis, label is not None, scale, _SIZE, _HIST).properties(
-        title=_title(head, _score_text(_score(t), ci, level), _TITLE_PX, _subtitle(conf_axis, scale, _TITLE_PX, ax['edge']))))
+        title=_title(head, _score_text(_score(t), ci, level), _TITLE_PX,
+                     _subtitle(conf_axis, scale, _TITLE_PX, ax['edge']))))
 
 # %% ../nbs/40_charts.ipynb #45978637
 MAX_COLUMNS = 2                # panels per row that fit a documentation page (about 550 px) at full size
@@ -293,7 +298,7 @@ def reliability_grid(tables: Mapping[str, pd.DataFrame], # key (a panel's name) 
                      title=None, # the grid's title (default: 'Reliability diagrams')
                      scale='auto', # 'linear', 'logit' or 'auto', chosen over all panels together
                     ) -> alt.ConcatChart:
-    "One reliability panel (diagram over histogram) per key of `tables`, on shared axes, CalibMSE in each panel's title."
+    "One reliability panel (diagram over histogram) per key of `tables`, on shared axes, CalibMSE in its title."
     if not isinstance(tables, Mapping): raise TypeError(f'tables must be a dict of key -> bins table, got {type(tables).__name__}')
     if not tables: raise ValueError('tables is empty')
     check_choice('scale', scale, SCALES)
@@ -376,12 +381,13 @@ def study_curve(df: pd.DataFrame, x: str, y: str, *, color=None, ylo=None, yhi=N
     scale = lambda log: alt.Scale(type='log') if log else alt.Scale(zero=False)
     axis = lambda log: alt.Axis(format='~g', labelOverlap='greedy') if log else alt.Axis()
     enc_x = alt.X(f'{x}:Q', title=x, scale=scale(log_x), axis=axis(log_x))
-    col = dict(color=alt.Color(f'{color}:N', title=color, legend=alt.Legend(orient='bottom'))) if color is not None else {}
+    legend = alt.Legend(orient='bottom')                # beneath: the chart stays narrower than a page
+    col = dict(color=alt.Color(f'{color}:N', title=color, legend=legend)) if color is not None else {}
     line = alt.Chart().mark_line(point=True).encode(
         enc_x, alt.Y(f'{y}:Q', title=y, scale=scale(log_y), axis=axis(log_y)), tooltip=[alt.Tooltip(c) for c in cols], **col)
     layers = [line]
     if ylo is not None:
         layers.insert(0, alt.Chart().mark_area(opacity=0.2).encode(
             enc_x, alt.Y(f'{ylo}:Q', title=y, scale=scale(log_y), axis=axis(log_y)), alt.Y2(f'{yhi}:Q'), **col))
-    chart = alt.layer(*layers, data=df[cols].reset_index(drop=True)).properties(width=400, height=260)   # with its axes, narrower than a page
+    chart = alt.layer(*layers, data=df[cols].reset_index(drop=True)).properties(width=400, height=260)
     return svg_display(chart.properties(title=title) if title is not None else chart)
