@@ -390,4 +390,5 @@ def study_curve(df: pd.DataFrame, x: str, y: str, *, color=None, ylo=None, yhi=N
         layers.insert(0, alt.Chart().mark_area(opacity=0.2).encode(
             enc_x, alt.Y(f'{ylo}:Q', title=y, scale=scale(log_y), axis=axis(log_y)), alt.Y2(f'{yhi}:Q'), **col))
     chart = alt.layer(*layers, data=df[cols].reset_index(drop=True)).properties(width=400, height=260)
-    return svg_display(chart.properties(title=title) if title is not None else chart)
+    if title is None: return svg_display(chart)
+    return svg_display(chart.properties(title=alt.TitleParams(_wrap(title, _TITLE_PX), anchor='start')))

@@ -221,7 +221,10 @@ def test_chart_text_is_whole_and_readable_on_every_page(site, chrome):
                                            "[...document.fonts].some(f => f.family.replace(/\"/g, '') === 'Calibkit Sans' && f.status === 'loaded')"):
             problems.append(f'{page}: calibkit\'s font is not loaded')
     assert shown > 20, f'only {shown} charts on the whole site'
-    assert problems == [], f'{len(problems)} problems:\n' + '\n'.join(problems[:40])
+    per_chart = {}                                  # one line per chart: its first problem and how many more
+    for p in problems: per_chart.setdefault(p.split(' px wide)')[0], []).append(p)
+    assert problems == [], f'{len(problems)} problems in {len(per_chart)} charts:\n' + '\n'.join(
+        v[0] + (f' (and {len(v) - 1} more)' if len(v) > 1 else '') for v in per_chart.values())
 
 
 def test_report_chart_text_is_whole_and_readable(site, chrome, tmp_path):
