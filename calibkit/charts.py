@@ -15,9 +15,10 @@ from .binning import equal_mass_bins
 from .metrics import Interval, calib_mse_interval
 
 # %% auto #0
-__all__ = ['FONT', 'FONT_STACK', 'BIN_COLUMNS', 'MAX_ROWS', 'CONF_TITLE', 'ACC_TITLE', 'SCALES', 'font_renderer', 'font_chars',
-           'chart_spec', 'font_css', 'to_svg', 'SVGDisplay', 'svg_display', 'choose_scale', 'reliability',
-           'reliability_grid', 'smooth_reliability', 'save_chart', 'study_curve']
+__all__ = ['FONT', 'FONT_STACK', 'BIN_COLUMNS', 'MAX_ROWS', 'CONF_TITLE', 'ACC_TITLE', 'SCALES', 'AT_ACCURACY', 'AT_EDGE',
+           'MAX_COLUMNS', 'font_renderer', 'font_chars', 'chart_spec', 'font_css', 'to_svg', 'SVGDisplay',
+           'svg_display', 'choose_scale', 'reliability', 'reliability_grid', 'smooth_reliability', 'save_chart',
+           'study_curve']
 
 # %% ../nbs/40_charts.ipynb #8b6758d3
 FONT = 'Calibkit Sans'                                # the family of calibkit/fonts/CalibkitSans-*.ttf
@@ -140,102 +141,180 @@ def choose_scale(table: pd.DataFrame, scale: str = 'auto') -> str:
     return 'logit' if t.n[near].sum() >= _MAJORITY * t.n.sum() else "linear"
 
 # %% ../nbs/40_charts.ipynb #7c089913
-_PROB_TICKS = np.array([1e-4, 1e-3, .01, .05, .1, .25, .5, .75, .9, .95, .99, .999, .9999])
+# the probability ticks of log-odds axes, by priority: the first that fit are shown
+_PROB_TICKS = (.5, .1, .9, .01, .99, .001, .999, 1e-4, .9999, .25, .75, .05, .95)
+_TICK_PX = 44            # room for one probability tick label ('0.0001' at 10 px) and a gap
 _CONF_CLIP = 1e-6
+AT_ACCURACY = 'accuracy in bin'
+AT_EDGE = 'accuracy 0 or 1, drawn at the axis edge'
 
 def _logit(p) -> np.ndarray: return np.log(p) - np.log1p(-p)
 
-def _plot_frame(t: pd.DataFrame, scale: str) -> tuple[pd.DataFrame, dict]:
-    "The bins with the plotted coordinates (`x_conf, x_acc, x_lo, x_hi`) and the axis settings of `scale`."
-    if scale == 'linear':
-        return t.assign(x_conf=t.conf, x_acc=t.acc, x_lo=t.ci_lo, x_hi=t.ci_hi), dict(domain=[0, 1], ticks=None)
+def _ticks(lo: float, hi: float, px: int) -> list[float]:
+    "Log-odds positions of the probability ticks in [lo, hi], by priority, none nearer than `_TICK_PX` px to another."
+    gap, kept = (hi - lo) * _TICK_PX / px, []
+    for v in _logit(np.array(_PROB_TICKS)):          # 13 candidates, not data
+        if lo <= v <= hi and all(abs(v - k) >= gap for k in kept): kept.append(float(v))
+    return sorted(kept)
+
+def _plot_frame(t: pd.DataFrame, scale: str, px: int = 300) -> tuple[pd.DataFrame, dict]:
+    """The bins with a `drawn` column (where each point is drawn) and, for 'logit', the plotted coordinates
+    (`x_conf, x_acc, x_lo, x_hi`, the bin's range `x_blo, x_bhi`); and the axis settings of `scale` for a plot
+    `px` wide."""
+    if scale == 'linear': return t.assign(drawn=AT_ACCURACY), dict(domain=[0, 1], ticks=None, edge=False)
     half = 0.5 / t.n.to_numpy(float)                    # half an event: where 0 and 1 are drawn
     shown = lambda c: _logit(np.clip(t[c].to_numpy(float), half, 1 - half))
-    p = t.assign(x_conf=_logit(np.clip(t.conf.to_numpy(float), _CONF_CLIP, 1 - _CONF_CLIP)),
-                 x_acc=shown('acc'), x_lo=shown('ci_lo'), x_hi=shown('ci_hi'))
-    v = p[['x_conf', 'x_acc', 'x_lo', 'x_hi']].to_numpy()
+    conf = lambda c: _logit(np.clip(t[c].to_numpy(float), _CONF_CLIP, 1 - _CONF_CLIP))
+    edge = (t.acc == 0) | (t.acc == 1)
+    p = t.assign(x_conf=conf('conf'), x_acc=shown('acc'), x_lo=shown('ci_lo'), x_hi=shown('ci_hi'),
+                 x_blo=conf('lo'), x_bhi=conf('hi'), drawn=np.where(edge, AT_EDGE, AT_ACCURACY))
+    v = p[['x_conf', 'x_acc', 'x_lo', 'x_hi', 'x_blo', 'x_bhi']].to_numpy()
     lo, hi = float(v.min()), float(v.max())
     pad = 0.05 * max(hi - lo, 1.0)
-    ticks = _logit(_PROB_TICKS)
-    ticks = ticks[(ticks >= lo - pad) & (ticks <= hi + pad)]
-    return p, dict(domain=[lo - pad, hi + pad], ticks=[float(x) for x in ticks])
+    return p, dict(domain=[lo - pad, hi + pad], ticks=_ticks(lo - pad, hi + pad, px), edge=bool(edge.any()))
 
 # %% ../nbs/40_charts.ipynb #24e931b0
 _POS, _POS2 = dict(x=alt.X, y=alt.Y), dict(x=alt.X2, y=alt.Y2)
+_FIELDS = dict(linear=dict(conf='conf', acc='acc', lo='ci_lo', hi='ci_hi', blo='lo', bhi='hi'),
+               logit=dict(conf='x_conf', acc='x_acc', lo='x_lo', hi='x_hi', blo='x_blo', bhi='x_bhi'))
 _TOOLTIP = [alt.Tooltip('n:Q', title='events'), alt.Tooltip('lo:Q', title='min conf', format='.3f'),
             alt.Tooltip('hi:Q', title='max conf', format='.3f'), alt.Tooltip('conf:Q', title='mean conf', format='.4g'),
             alt.Tooltip('acc:Q', title='accuracy', format='.4g'), alt.Tooltip('ci_lo:Q', title='interval lo', format='.4g'),
             alt.Tooltip('ci_hi:Q', title='interval hi', format='.4g')]
+_BAR = '#4c78a8'
+_SIZE, _HIST = 300, 70            # a diagram's side and its histogram's height, in px
+_TITLE_PX = 420                   # title lines at most this wide: a diagram stays narrower than a page (550 px)
 
-def _layers(conf_axis: str, color: bool, scale: str, ax: dict) -> list[alt.Chart]:
-    "Diagonal, per-bin interval rules and count-sized points, on a dataset of bins (`_plot_frame` columns for 'logit')."
+def _layers(conf_axis: str, color: bool, scale: str, ax: dict, acc_title: bool = True) -> list[alt.Chart]:
+    "Diagonal, per-bin interval rules and points (hollow where drawn at the edge), on bins from `_plot_frame`."
     c, a = _axes(conf_axis)
-    sc = alt.Scale(domain=ax['domain'], nice=False)
-    if scale == 'linear':
-        fields, suffix, axis = dict(conf='conf', acc='acc', lo='ci_lo', hi='ci_hi'), '', {}
-    else:
-        fields, suffix = dict(conf='x_conf', acc='x_acc', lo='x_lo', hi='x_hi'), ', log-odds scale'
-        axis = dict(axis=alt.Axis(values=ax['ticks'], labelExpr="format(1 / (1 + exp(-datum.value)), '.4~g')"))
-    conf = _POS[c](f"{fields['conf']}:Q", title=CONF_TITLE + suffix, scale=sc, **axis)
-    acc = lambda f: _POS[a](f'{f}:Q', title=ACC_TITLE + suffix, scale=sc, **axis)
-    col = dict(color=alt.Color('label:N', title=None)) if color else {}
+    f, sc = _FIELDS[scale], alt.Scale(domain=ax['domain'], nice=False)
+    axis = lambda title: alt.Axis(title=title, **_tick_axis(scale, ax))
+    conf = _POS[c](f"{f['conf']}:Q", title=CONF_TITLE, scale=sc, axis=axis(None))     # titled under the histogram
+    acc = lambda fld: _POS[a](f'{fld}:Q', title=ACC_TITLE, scale=sc, axis=axis(ACC_TITLE if acc_title else None))
+    col = dict(color=alt.Color('label:N', title=None, legend=alt.Legend(orient='bottom')),
+               stroke=alt.Stroke('label:N', legend=None)) if color else {}
+    marker = dict(fillOpacity=alt.FillOpacity('drawn:N', scale=alt.Scale(domain=[AT_ACCURACY, AT_EDGE], range=[0.8, 0]),
+                                              legend=None)) if ax['edge'] else {}      # the subtitle explains them
     d0, d1 = ax['domain']
     diagonal = (alt.Chart().transform_aggregate(rows='count()').mark_rule(color='gray', strokeDash=[4, 4])
                 .encode(x=alt.datum(d0), y=alt.datum(d0), x2=alt.datum(d1), y2=alt.datum(d1)))
-    rules = alt.Chart().mark_rule().encode(conf, acc(fields['lo']), _POS2[a](f"{fields['hi']}:Q"), **col)
-    points = alt.Chart().mark_circle(opacity=0.6).encode(
-        conf, acc(fields['acc']), size=alt.Size('n:Q', title='events in bin'), tooltip=_TOOLTIP, **col)
+    rules = alt.Chart().mark_rule().encode(conf, acc(f['lo']), _POS2[a](f"{f['hi']}:Q"), **col)
+    points = alt.Chart().mark_point(filled=True, size=40, strokeWidth=1.5, color=_BAR).encode(
+        conf, acc(f['acc']), tooltip=_TOOLTIP, **col, **marker)
     return [diagonal, rules, points]
+
+def _tick_axis(scale: str, ax: dict) -> dict:
+    "Axis settings of a confidence or accuracy axis: probabilities as labels at the chosen ticks on log-odds axes."
+    if scale == 'linear': return dict(labelFontSize=10)
+    return dict(values=ax['ticks'], labelExpr="format(1 / (1 + exp(-datum.value)), '.4~g')", labelFontSize=10)
+
+def _histogram(conf_axis: str, color: bool, scale: str, ax: dict, side: int, size: int,
+               count_title: bool = True) -> alt.Chart:
+    "Events per bin as bars over each bin's range of confidences, `size` px deep, on the diagram's confidence axis."
+    c, a = _axes(conf_axis)
+    f = _FIELDS[scale]
+    conf = _POS[c](f"{f['blo']}:Q", title=CONF_TITLE, scale=alt.Scale(domain=ax['domain'], nice=False),
+                   axis=alt.Axis(title=CONF_TITLE, **_tick_axis(scale, ax)))
+    count = _POS[a]('n:Q', title='events', axis=alt.Axis(title='events' if count_title else None, tickCount=2,
+                                                           format='~s', labelFontSize=10))
+    col = dict(color=alt.Color('label:N', title=None), stroke=alt.Stroke('label:N', legend=None)) if color else {}
+    bars = alt.Chart().mark_rect(fillOpacity=0.4, stroke=_BAR, color=_BAR, strokeWidth=1).encode(
+        conf, _POS2[c](f"{f['bhi']}:Q"), count, tooltip=_TOOLTIP, **{f'{a}2': alt.datum(0)}, **col)
+    return bars.properties(**dict(width=side, height=size) if c == 'x' else dict(width=size, height=side))
 
 def _score_text(score: float, ci: Interval | None, level) -> str:
     text = f'CalibMSE {score:.3g}'
     return text if ci is None else text + f' ({default("ci_level", level):.0%} CI {ci.lo:.3g}–{ci.hi:.3g})'
 
-def _subtitle(conf_axis: str, scale: str) -> str:
-    side = 'above' if conf_axis == 'x' else 'below'
-    axes = '; log-odds axes' if scale == 'logit' else ''
-    return f'bars: per-bin interval; point area: events in bin; {side} the diagonal = under-confident{axes}'
+_EM = dict(normal=0.6, bold=0.68)      # a generous mean glyph width of Calibkit Sans, in ems: lines wrapped by it fit
 
-def _view(t: pd.DataFrame, scale: str) -> tuple[str, pd.DataFrame, dict]:
-    "The chosen scale, the plotted frame and its axis settings."
+def _wrap(text: str, px: float, size: float = 13, weight: str = 'bold') -> list[str]:
+    "`text` broken at spaces into lines at most `px` wide in calibkit's font at `size` px (a longer word: a line)."
+    check_choice('weight', weight, tuple(_EM))
+    per_line = max(int(px / (_EM[weight] * size)), 1)
+    lines = []
+    for word in str(text).split():
+        if lines and len(lines[-1]) + 1 + len(word) <= per_line: lines[-1] += ' ' + word
+        else: lines.append(word)
+    return lines or ['']
+
+def _title(head: str, score: str, px: float, subtitle: list[str] = (), size: float = 13) -> alt.TitleParams:
+    "`head: score` on one line when it fits in `px`, else the head wrapped and the score on lines of its own."
+    one = f'{head}: {score}'
+    text = one if len(_wrap(one, px, size)) == 1 else _wrap(f'{head}:', px, size) + _wrap(score, px, size)
+    return alt.TitleParams(text, subtitle=list(subtitle) or alt.Undefined, anchor='start', fontSize=size,
+                           subtitleFontSize=10)
+
+def _subtitle(conf_axis: str, scale: str, px: float, edge: bool = False) -> list[str]:
+    "How to read the diagram, in lines at most `px` wide; `edge`: some points are drawn at the axis edge."
+    side = 'above' if conf_axis == 'x' else 'below'
+    below = 'below' if conf_axis == 'x' else 'beside'
+    axes = '; log-odds axes' if scale == 'logit' else ''
+    note = _wrap(f'hollow points: {AT_EDGE}', px, 10, 'normal') if edge else []
+    return _wrap(f'bars: per-bin interval; {side} the diagonal = under-confident; {below}: events per bin{axes}',
+                 px, 10, 'normal') + note
+
+def _view(t: pd.DataFrame, scale: str, px: int) -> tuple[str, pd.DataFrame, dict]:
+    "The chosen scale, the plotted frame and its axis settings for a plot `px` wide."
     scale = choose_scale(t, scale)
-    p, ax = _plot_frame(t, scale)
+    p, ax = _plot_frame(t, scale, px)
     return scale, p, ax
 
+def _stack(p: pd.DataFrame, ax: dict, conf_axis: str, color: bool, scale: str, size: int, hist: int, acc_title=True):
+    "A diagram `size` px square with its histogram `hist` px deep beneath it (beside it when confidence is on y)."
+    diagram = alt.layer(*_layers(conf_axis, color, scale, ax, acc_title)).properties(width=size, height=size)
+    bars = _histogram(conf_axis, color, scale, ax, size, hist, acc_title)
+    return (alt.vconcat if conf_axis == 'x' else alt.hconcat)(diagram, bars, data=p, spacing=6)
+
 # %% ../nbs/40_charts.ipynb #c149aecc
-def reliability(data, correct=None, *, n_bins=None, bin_size=None, title=None, conf_axis='x', level=None,
-                label=None, scale='auto') -> alt.LayerChart:
-    "Reliability diagram of a bins table, or of events binned equal-mass; CalibMSE (and its interval) in the title."
+def reliability(data, # events (a frame, or confidences with `correct`) or a bins table
+                correct=None, # 0/1 outcomes when `data` are confidences
+                *, n_bins=None, # equal-mass bins for events (default: the study default)
+                bin_size=None, # events per bin instead of `n_bins`
+                title=None, # the chart's title (default: `label`, or 'Reliability diagram'); CalibMSE follows it
+                conf_axis='x', # 'x': confidence on x (the thesis); 'y': accuracy on x (the parsing paper)
+                level=None, # the intervals' confidence level (default: the study default)
+                label=None, # the predictor's name: colours its bins and titles the chart
+                scale='auto', # 'linear', 'logit' (log-odds axes) or 'auto' (logit when most events are near 0 or 1)
+               ) -> alt.VConcatChart | alt.HConcatChart:
+    "Reliability diagram over a histogram of the events per bin; CalibMSE (and its interval) in the title."
     _axes(conf_axis); check_choice('scale', scale, SCALES)          # fail fast, before binning
     t, ci = _bins(data, correct, n_bins, bin_size, level)
     if label is not None: t.insert(0, 'label', str(label))
     head = title if title is not None else (str(label) if label is not None else 'Reliability diagram')
-    scale, p, ax = _view(t, scale)
-    return svg_display(alt.layer(*_layers(conf_axis, label is not None, scale, ax), data=p).properties(
-        width=300, height=300, title=alt.TitleParams(f'{head}: {_score_text(_score(t), ci, level)}',
-                                                     subtitle=_subtitle(conf_axis, scale))))
+    scale, p, ax = _view(t, scale, _SIZE)
+    return svg_display(_stack(p, ax, conf_axis, label is not None, scale, _SIZE, _HIST).properties(
+        title=_title(head, _score_text(_score(t), ci, level), _TITLE_PX,
+                     _subtitle(conf_axis, scale, _TITLE_PX, ax['edge']))))
 
 # %% ../nbs/40_charts.ipynb #45978637
-def reliability_grid(tables: Mapping[str, pd.DataFrame], *, columns=None, conf_axis='x', title=None,
-                     scale='auto') -> alt.FacetChart:
-    "One reliability panel per key of `tables` (bins tables), same scales, CalibMSE in each header."
+MAX_COLUMNS = 2                # panels per row that fit a documentation page (about 550 px) at full size
+_PANEL, _PANEL_HIST = 190, 40  # a grid panel's side and its histogram's height, in px
+
+def reliability_grid(tables: Mapping[str, pd.DataFrame], # key (a panel's name) -> bins table
+                     *, columns=None, # panels per row (default and at most `MAX_COLUMNS`)
+                     conf_axis='x', # 'x': confidence on x; 'y': accuracy on x
+                     title=None, # the grid's title (default: 'Reliability diagrams')
+                     scale='auto', # 'linear', 'logit' or 'auto', chosen over all panels together
+                    ) -> alt.ConcatChart:
+    "One reliability panel (diagram over histogram) per key of `tables`, on shared axes, CalibMSE in its title."
     if not isinstance(tables, Mapping): raise TypeError(f'tables must be a dict of key -> bins table, got {type(tables).__name__}')
     if not tables: raise ValueError('tables is empty')
     check_choice('scale', scale, SCALES)
-    parts = []
-    for key, table in tables.items():
-        t = _check_table(table, f'tables[{key!r}]')
-        t.insert(0, 'panel', f'{key}: {_score_text(_score(t), None, None)}')
-        parts.append(t)
+    columns = min(len(tables), MAX_COLUMNS) if columns is None else min(check_int('columns', columns, 1), MAX_COLUMNS)
+    parts = [_check_table(table, f'tables[{key!r}]').assign(panel=i) for i, (key, table) in enumerate(tables.items())]
     t = pd.concat(parts, ignore_index=True)
     if len(t) > MAX_ROWS: raise ValueError(f'tables hold {len(t)} non-empty bins in all, too many to chart (limit {MAX_ROWS})')
-    columns = min(len(tables), 4) if columns is None else columns
-    columns = check_int('columns', columns, 1)
-    panels = [p.panel[0] for p in parts]
-    scale, p, ax = _view(t, scale)
-    chart = alt.layer(*_layers(conf_axis, False, scale, ax), data=p).properties(width=200, height=200).facet(
-        facet=alt.Facet('panel:N', title=None, sort=panels), columns=int(columns))
-    return svg_display(chart.properties(title=alt.TitleParams(title or 'Reliability diagrams', subtitle=_subtitle(conf_axis, scale))))
+    scale, p, ax = _view(t, scale, _PANEL)                      # one scale and one domain for all panels
+    panels = [_stack(p[p.panel == i].drop(columns='panel'), ax, conf_axis, False, scale, _PANEL, _PANEL_HIST,
+                     acc_title=i % int(columns) == 0).properties(
+                  title=_title(str(key), _score_text(_score(part), None, None), _PANEL + 40, size=11))
+              for i, (key, part) in enumerate(zip(tables, parts))]
+    px = int(columns) * (_PANEL + 50)
+    return svg_display(alt.concat(*panels, columns=int(columns), spacing=16).properties(
+        title=alt.TitleParams(_wrap(title or 'Reliability diagrams', px), anchor='start',
+                              subtitle=_subtitle(conf_axis, scale, px, ax['edge']), subtitleFontSize=10)))
 
 # %% ../nbs/40_charts.ipynb #df283e03
 def smooth_reliability(curve: pd.DataFrame, *, title=None, conf_axis='x', label=None) -> alt.LayerChart:
@@ -302,12 +381,14 @@ def study_curve(df: pd.DataFrame, x: str, y: str, *, color=None, ylo=None, yhi=N
     scale = lambda log: alt.Scale(type='log') if log else alt.Scale(zero=False)
     axis = lambda log: alt.Axis(format='~g', labelOverlap='greedy') if log else alt.Axis()
     enc_x = alt.X(f'{x}:Q', title=x, scale=scale(log_x), axis=axis(log_x))
-    col = dict(color=alt.Color(f'{color}:N', title=color)) if color is not None else {}
+    legend = alt.Legend(orient='bottom')                # beneath: the chart stays narrower than a page
+    col = dict(color=alt.Color(f'{color}:N', title=color, legend=legend)) if color is not None else {}
     line = alt.Chart().mark_line(point=True).encode(
         enc_x, alt.Y(f'{y}:Q', title=y, scale=scale(log_y), axis=axis(log_y)), tooltip=[alt.Tooltip(c) for c in cols], **col)
     layers = [line]
     if ylo is not None:
         layers.insert(0, alt.Chart().mark_area(opacity=0.2).encode(
             enc_x, alt.Y(f'{ylo}:Q', title=y, scale=scale(log_y), axis=axis(log_y)), alt.Y2(f'{yhi}:Q'), **col))
-    chart = alt.layer(*layers, data=df[cols].reset_index(drop=True)).properties(width=420, height=260)
-    return svg_display(chart.properties(title=title) if title is not None else chart)
+    chart = alt.layer(*layers, data=df[cols].reset_index(drop=True)).properties(width=400, height=260)
+    if title is None: return svg_display(chart)
+    return svg_display(chart.properties(title=alt.TitleParams(_wrap(title, _TITLE_PX), anchor='start')))

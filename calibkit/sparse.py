@@ -4,7 +4,7 @@
 
 # %% ../nbs/42_sparse_study.ipynb #dbee30fd
 from __future__ import annotations
-import copy, warnings
+import copy, textwrap, warnings
 from pathlib import Path
 from typing import NamedTuple, Sequence
 import numpy as np, pandas as pd
@@ -271,9 +271,9 @@ def arrow_chart(results: pd.DataFrame, *, scopes: Sequence | None = None, title:
     d['change'] = np.where(d.after > d.before, 'worse', 'better')
     d['shape'] = np.where(d.after > d.before, 'triangle-up', 'triangle-down')
     xs = list(dict.fromkeys(d.x))
-    x = alt.X('x:N', title=None, sort=xs, axis=alt.Axis(labelAngle=-50))
+    x = alt.X('x:N', title=None, sort=xs, axis=alt.Axis(labelAngle=-90))
     color = alt.Color('change:N', scale=alt.Scale(domain=['better', 'worse'], range=[GREEN, RED]),
-                      title='after recalibration')
+                      title='after recalibration', legend=alt.Legend(orient='bottom'))
     y = alt.Y('before:Q', title='l2 calibration error', scale=alt.Scale(zero=True))
     tip = [alt.Tooltip('x:N', title='recalibration'), alt.Tooltip('before:Q', format='.4f'), alt.Tooltip('after:Q', format='.4f')]
     dot = alt.Chart().mark_point(filled=True, color='black', size=40).encode(x, y, tooltip=tip)
@@ -282,8 +282,9 @@ def arrow_chart(results: pd.DataFrame, *, scopes: Sequence | None = None, title:
         x, alt.Y('after:Q'), color=color, shape=alt.Shape('shape:N', scale=None), tooltip=tip)
     panels = ['SMCE (all tags)' if s == 'all' else f'GMCE group {s}' for s in order]
     chart = alt.layer(dot, shaft, head, data=d.drop(columns='recalibrator')).properties(width=width, height=220).facet(
-        column=alt.Column('panel:N', title=None, sort=panels)).resolve_scale(y='independent')
-    return chart.properties(title=title or 'Calibration error before (dot) and after (arrow) recalibration')
+        facet=alt.Facet('panel:N', title=None, sort=panels), columns=2).resolve_scale(y='independent')   # fits a page
+    text = title or 'Calibration error before (dot) and after (arrow) recalibration'
+    return chart.properties(title=alt.TitleParams(textwrap.wrap(text, 48), anchor='start'))
 
 # %% ../nbs/42_sparse_study.ipynb #f30fc650
 def fold_ids(events: pd.DataFrame, n_folds: int = 5, seed: int | None = None) -> np.ndarray:

@@ -141,10 +141,34 @@ def label(qualname: str) -> str:
     return 'src-' + qualname.lower() + caps
 
 
+SVG_ID = re.compile(r'\b(id="|url\(#|href="#)([^")]+)')
+
+
+def inline_svg(svg: str) -> str:
+    """A chart's SVG as HTML for the page itself (not an `<img>`), so the browser draws its text with the font
+    the site serves (the one calibkit measured it with); its ids made unique to the chart, since a page holds many."""
+    svg = svg[svg.index('<svg'):]
+    key = 'ck' + hashlib.sha256(svg.encode()).hexdigest()[:8] + '-'
+    return '<div class="ck-chart">' + SVG_ID.sub(lambda m: m.group(1) + key + m.group(2), svg) + '</div>'
+
+
+def inline_charts(outputs: list) -> list:
+    "Cell outputs with every SVG image turned into inline HTML (the Vega-Lite spec beside it dropped)."
+    out = []
+    for o in outputs:
+        data = o.get('data', {})
+        if 'image/svg+xml' in data:
+            svg = data['image/svg+xml']
+            o = {**o, 'data': {'text/html': inline_svg(svg if isinstance(svg, str) else ''.join(svg))}, 'metadata': {}}
+        out.append(o)
+    return out
+
+
 def render_cell(cell) -> dict:
-    "A notebook cell as the site shows it: nbdev directives removed; hidden cells tagged away."
+    "A notebook cell as the site shows it: nbdev directives removed; hidden cells tagged away; charts inline."
     c = copy.deepcopy(cell)
     if c['cell_type'] != 'code': return c
+    c['outputs'] = inline_charts(c.get('outputs', []))
     d = directives(c)
     tags = set(c.get('metadata', {}).get('tags', []))
     if is_hidden(c): tags.add('remove-cell')
@@ -201,15 +225,14 @@ def indent(text: str, n: int = 3) -> str:
 
 
 def output_rst(out: dict, files: dict) -> str:
-    "One stored cell output as reStructuredText (SVG/PNG images become files next to the page)."
+    "One stored cell output as reStructuredText (charts inline, as on the notebook pages; PNG images become files next to the page)."
     if out['output_type'] == 'stream':
         return '.. code-block:: none\n\n' + indent(out['text'] if isinstance(out['text'], str) else ''.join(out['text']))
     data = out.get('data', {})
     text = lambda k: data[k] if isinstance(data[k], str) else ''.join(data[k])
-    if 'image/svg+xml' in data or 'image/png' in data:
-        ext, body = ('svg', text('image/svg+xml').encode()) if 'image/svg+xml' in data else \
-            ('png', base64.b64decode(text('image/png')))
-        name = f'_ex/{hashlib.sha256(body).hexdigest()[:16]}.{ext}'
+    if 'image/png' in data:
+        body = base64.b64decode(text('image/png'))
+        name = f'_ex/{hashlib.sha256(body).hexdigest()[:16]}.png'
         files[name] = body
         return f'.. image:: {name}\n   :alt: chart'
     if 'text/html' in data: return '.. raw:: html\n\n' + indent(text('text/html'))
@@ -286,6 +309,15 @@ class Stage:
             elif p.is_dir() and not any(p.iterdir()): p.rmdir()
 
 
+def write_font_css():
+    "calibkit's `@font-face` rules (`charts.font_css`) as a style sheet of the site: the charts' font, served from `_static`."
+    sys.path.insert(0, str(ROOT))
+    from calibkit.charts import font_css
+    docs_conf.FONT_STATIC.mkdir(parents=True, exist_ok=True)
+    target = docs_conf.FONT_STATIC/docs_conf.FONT_CSS
+    if not target.exists() or target.read_text() != font_css(): target.write_text(font_css())
+
+
 def module_docstring(module: str) -> str:
     text = (ROOT/Path(*module.split('.'))).with_suffix('.py').read_text(encoding='utf-8')
     return ast.get_docstring(ast.parse(text)) or ''
@@ -329,6 +361,7 @@ def stage(src: Path) -> dict:
                  ', '.join(f'`{m}` ({why})' for m, why in sorted(skipped.items())) + '.'
     st.write('api/index.md', section_page('API reference', intro, api_entries))
     st.prune()
+    write_font_css()
     return dict(notebooks=len(nbs), modules=len(available), names=sum(len(mods[m][1]) for m in available),
                 skipped=sorted(skipped))
 

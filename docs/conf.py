@@ -4,6 +4,7 @@ The sources Sphinx reads are staged by build.py into build/docs-src/: the notebo
 outputs: nothing is executed here), the section pages and the generated API reference.
 """
 import re
+from pathlib import Path
 
 project = 'calibkit'
 author = 'calibkit developers'
@@ -41,8 +42,12 @@ add_module_names = False
 # the site is opened from disk: everything it loads lives in _static
 html_theme = 'pydata_sphinx_theme'
 html_title = 'calibkit'
-html_static_path = ['_static']
-html_css_files = ['calibkit.css']
+# calibkit's font (the one its charts are measured with) as @font-face rules: build.py writes them from
+# calibkit.charts.font_css, so the inline SVG charts are drawn with it
+FONT_STATIC = Path(__file__).resolve().parents[1]/'build'/'docs-font'
+FONT_CSS = 'calibkit-font.css'
+html_static_path = ['_static', str(FONT_STATIC)]
+html_css_files = [FONT_CSS, 'calibkit.css']
 html_last_updated_fmt = None
 html_show_sourcelink = False
 html_copy_source = False

@@ -92,8 +92,10 @@ def test_doubling_bin_size_never_increases_calib_mse(n, seed, digits, data):
 
 # --- reliability ---------------------------------------------------------------------------------
 
-def _points(chart): return chart.to_dict()['layer'][2]['encoding']
-def _rules(chart): return chart.to_dict()['layer'][1]['encoding']
+def _diagram(spec): return (spec['vconcat'] if 'vconcat' in spec else spec['hconcat'])[0]
+def _points(chart): return _diagram(chart.to_dict())['layer'][2]['encoding']
+def _rules(chart): return _diagram(chart.to_dict())['layer'][1]['encoding']
+def _text(title): return title if isinstance(title, str) else ' '.join(title)
 
 
 def test_reliability_conf_axis_y_swaps_encodings(data):
@@ -104,8 +106,10 @@ def test_reliability_conf_axis_y_swaps_encodings(data):
     rx, ry = _rules(x), _rules(y)
     assert (rx['x']['field'], rx['y']['field'], rx['y2']['field']) == ('conf', 'ci_lo', 'ci_hi')
     assert (ry['y']['field'], ry['x']['field'], ry['x2']['field']) == ('conf', 'ci_lo', 'ci_hi')
-    assert 'above the diagonal' in x.to_dict()['title']['subtitle']
-    assert 'below the diagonal' in y.to_dict()['title']['subtitle']
+    assert 'above the diagonal' in _text(x.to_dict()['title']['subtitle'])
+    assert 'below the diagonal' in _text(y.to_dict()['title']['subtitle'])
+    hx, hy = x.to_dict()['vconcat'][1]['encoding'], y.to_dict()['hconcat'][1]['encoding']   # histogram beneath / beside
+    assert (hx['x']['field'], hx['x2']['field'], hx['y']['field']) == ('lo', 'hi', 'n') == (hy['y']['field'], hy['y2']['field'], hy['x']['field'])
 
 
 def test_reliability_routes_agree_and_title_holds_score(data):
@@ -113,9 +117,9 @@ def test_reliability_routes_agree_and_title_holds_score(data):
     a, b = reliability(q, y, bin_size=300), reliability(events(q, y), bin_size=300)
     assert a.to_dict() == b.to_dict()
     iv = calib_mse_interval(q, y, bin_size=300, level=.9)
-    title = reliability(q, y, bin_size=300, level=.9, title='M').to_dict()['title']['text']
+    title = _text(reliability(q, y, bin_size=300, level=.9, title='M').to_dict()['title']['text'])
     assert title == f'M: CalibMSE {calib_mse(q, y, bin_size=300):.3g} (90% CI {iv.lo:.3g}–{iv.hi:.3g})'
-    table_title = reliability(equal_mass_bins(q, y, bin_size=300)).to_dict()['title']['text']
+    table_title = _text(reliability(equal_mass_bins(q, y, bin_size=300)).to_dict()['title']['text'])
     assert table_title == f'Reliability diagram: CalibMSE {calib_mse(q, y, bin_size=300):.3g}'   # no CI from a table
 
 
@@ -123,7 +127,7 @@ def test_reliability_label_colours_and_empty_bins_dropped(data):
     q, y = data
     assert 'color' not in _points(reliability(q, y))
     lab = reliability(q, y, label='crf')
-    assert _points(lab)['color']['field'] == 'label' and lab.to_dict()['title']['text'].startswith('crf: ')
+    assert _points(lab)['color']['field'] == 'label' and _text(lab.to_dict()['title']['text']).startswith('crf: ')
     fw = fixed_width_bins(q * .5, y, n_bins=10)                       # confidences only in [0, .5]: 5 empty bins
     spec = reliability(fw).to_dict()
     rows = spec['datasets'][spec['data']['name']]
@@ -162,7 +166,8 @@ def test_reliability_grid_validation(data):
     with pytest.raises(ValueError, match='columns must be an integer >= 1, got nan'): reliability_grid({'a': t}, columns=float('nan'))
     with pytest.raises(ValueError, match=r"tables\['b'\] lacks column"): reliability_grid({'a': t, 'b': t.drop(columns='acc')})
     g = reliability_grid({'a': t, 'b': t}, columns=1, conf_axis='y').to_dict()
-    assert g['columns'] == 1 and g['spec']['layer'][2]['encoding']['x']['field'] == 'acc'
+    assert g['columns'] == 1 and _diagram(g['concat'][0])['layer'][2]['encoding']['x']['field'] == 'acc'
+    assert reliability_grid({k: t for k in 'abcde'}, columns=4).to_dict()['columns'] == 2     # what fits a page
 
 
 def test_study_curve_validation():
@@ -261,11 +266,11 @@ def test_scale_auto_rule_and_log_odds_coordinates():
     shown = np.clip(rows.acc, half, 1 - half)
     np.testing.assert_allclose(rows.x_acc, np.log(shown / (1 - shown)), rtol=1e-12)
     assert np.isfinite(rows[['x_acc', 'x_lo', 'x_hi']].to_numpy()).all()
-    assert spec['layer'][2]['encoding']['x']['field'] == 'x_conf'
-    lin = reliability(mb, scale='linear').to_dict()
+    assert _diagram(spec)['layer'][2]['encoding']['x']['field'] == 'x_conf'
+    lin = _diagram(reliability(mb, scale='linear').to_dict())
     assert lin['layer'][2]['encoding']['x']['field'] == 'conf' and lin['layer'][2]['encoding']['x']['scale']['domain'] == [0, 1]
     grid = reliability_grid({'marginal': mb, 'middle': equal_mass_bins(*_over(), n_bins=10)}).to_dict()
-    assert grid['spec']['layer'][2]['encoding']['x']['field'] == 'x_conf'     # one scale for all panels
+    assert [_diagram(p)['layer'][2]['encoding']['x']['field'] for p in grid['concat']] == ['x_conf'] * 2   # one scale for all panels
 
 
 def test_smooth_reliability_draws_a_curve_and_validates():
@@ -278,3 +283,23 @@ def test_smooth_reliability_draws_a_curve_and_validates():
     with pytest.raises(ValueError, match='curve has 1 rows'): smooth_reliability(pd.DataFrame({'conf': [.5], 'acc': [.5]}))
     with pytest.raises(ValueError, match='curve column conf'): smooth_reliability(pd.DataFrame({'conf': [.5, np.nan], 'acc': [.5, .5]}))
     with pytest.raises(TypeError, match='curve must be a DataFrame'): smooth_reliability([(0, 0), (1, 1)])
+
+
+def test_log_odds_ticks_never_pile_and_points_at_the_edge_are_hollow_and_explained():
+    from calibkit.charts import reliability, to_svg, AT_EDGE, AT_ACCURACY, _TICK_PX
+    t = pd.DataFrame(dict(lo=[.0005, .02, .2, .97], hi=[.0015, .1, .3, .97], n=[900, 100, 100, 100], conf=[.001, .05, .25, .97],
+                          acc=[0, .06, .2, 1], ci_lo=[0, .01, .12, 1], ci_hi=[0, .11, .28, 1]))   # accuracy exactly 0 and 1
+    ch = reliability(t)
+    spec = ch.to_dict()
+    rows = pd.DataFrame(spec['datasets'][spec['data']['name']])
+    edge = (rows.acc == 0) | (rows.acc == 1)
+    assert edge.sum() == 2 and list(rows.drawn) == [AT_EDGE if e else AT_ACCURACY for e in edge]
+    pts = _diagram(spec)['layer'][2]['encoding']
+    assert pts['fillOpacity']['scale'] == {'domain': [AT_ACCURACY, AT_EDGE], 'range': [0.8, 0]}
+    assert f'hollow points: {AT_EDGE}' in ' '.join(spec['title']['subtitle'])
+    assert to_svg(ch).count('fill-opacity="0"') == 2                      # drawn hollow, both
+    lo, hi = pts['x']['scale']['domain']
+    ticks = pts['x']['axis']['values']
+    assert len(ticks) >= 3 and np.diff(ticks).min() * 300 / (hi - lo) >= _TICK_PX   # px between neighbouring labels
+    plain = _diagram(reliability(*_over(), n_bins=10).to_dict())['layer'][2]['encoding']
+    assert 'fillOpacity' not in plain                                     # nothing drawn at an edge: no marker

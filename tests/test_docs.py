@@ -4,7 +4,7 @@ The site is built once per session when `_docs/index.html` is missing or older t
 (`python3 tasks.py test` builds it before pytest; so does `python3 tasks.py docs`). The browser checks open
 the pages from disk (file://) in headless Chromium and skip, saying why, only when it is not installed.
 """
-import ast, json, os, re, subprocess, sys, time
+import ast, json, os, re, subprocess, sys, time, warnings
 from pathlib import Path
 
 import pytest
@@ -189,3 +189,59 @@ def test_search_finds_offline(site, chrome):
     assert hits and len(hits) >= 5, f'search for "calibration" found {hits}'
     assert any(h.startswith('file://') and 'metrics' in h for h in hits)
     assert errors == [] and offsite(requests) == []
+
+
+# ---- chart text, in the browser, at the site's width -------------------------------------------------------
+def svg_outputs(nb: Path) -> int:
+    "How many charts (SVG outputs) a notebook's committed cells show."
+    return sum('image/svg+xml' in o.get('data', {}) for c in json.loads(nb.read_text())['cells'] for o in c.get('outputs', []))
+
+
+def checked(driver, timeout: float = 30) -> tuple[int, list[str]]:
+    "How many charts the open page shows inline, and what is wrong with their text (browser.chart_text_problems)."
+    driver.set_script_timeout(timeout)
+    return driver.execute_script("return document.querySelectorAll('svg.marks').length"), browser.chart_text_problems(driver)
+
+
+def test_chart_text_is_whole_and_readable_on_every_page(site, chrome):
+    """Every page of the site, in a window as wide as browser.FLAGS says: each chart is inline SVG (a notebook page
+    shows as many as its notebook has), drawn with calibkit's font, narrower than its column; its text lies inside
+    it, is drawn at >= 9 CSS px, and no two titles (nor two labels of an axis) overlap."""
+    problems, shown = [], 0
+    for html in sorted(site.rglob('*.html')):
+        page = html.relative_to(site).as_posix()
+        chrome.get(html.as_uri())
+        n, found = checked(chrome)
+        shown += n
+        problems += [f'{page}: {p}' for p in found]
+        nb = ROOT/'nbs'/html.with_suffix('.ipynb').name
+        if html.parent == site and nb.exists() and n != svg_outputs(nb):
+            problems.append(f'{page}: {n} inline charts, but {nb.name} shows {svg_outputs(nb)}')
+        if n and not chrome.execute_script("return document.fonts.check('10px \"Calibkit Sans\"') && "
+                                           "[...document.fonts].some(f => f.family.replace(/\"/g, '') === 'Calibkit Sans' && f.status === 'loaded')"):
+            problems.append(f'{page}: calibkit\'s font is not loaded')
+    assert shown > 20, f'only {shown} charts on the whole site'
+    per_chart = {}                                  # one line per chart: its first problem and how many more
+    for p in problems: per_chart.setdefault(p.split(' px wide)')[0], []).append(p)
+    assert problems == [], f'{len(problems)} problems in {len(per_chart)} charts:\n' + '\n'.join(
+        v[0] + (f' (and {len(v) - 1} more)' if len(v) > 1 else '') for v in per_chart.values())
+
+
+def test_report_chart_text_is_whole_and_readable(site, chrome, tmp_path):
+    "A report with a recalibrator and per-class groups (so grids of diagrams), its body as wide as the site's column."
+    import numpy as np
+    import calibkit as ck
+    conf, correct = ck.synthetic(4000, k=0.1, seed=1)
+    ev = ck.events(conf, correct).assign(label=np.array(['NN', 'VB', 'JJ', 'RB'])[np.arange(4000) % 4])
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')          # the per-class fit's notes: not what this test is about
+        report = ck.calibration_report(ev.iloc[2000:], fit=ev.iloc[:2000], grouper='per_class', recalibrator='isotonic')
+    page = tmp_path/'report.html'
+    page.write_text(report.to_html(), encoding='utf-8')
+    chrome.get((site/'40_charts.html').as_uri())
+    width = chrome.execute_script("return document.querySelector('.ck-chart').getBoundingClientRect().width")
+    chrome.get(page.as_uri())
+    chrome.execute_script(f"document.body.style.maxWidth = '{width}px'")
+    n, problems = checked(chrome)
+    assert n == len(report.charts) >= 4
+    assert problems == [], '\n'.join(problems[:40])
