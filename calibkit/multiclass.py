@@ -17,7 +17,7 @@ from .events import check_choice, check_conf, check_int, check_gold, check_score
 __all__ = ['PROB_ROW_TOL', 'input_kind', 'as_logits', 'nll', 'softmax_rows', 'nll_grad', 'column_groups', 'TemperatureScaling',
            'VectorScaling']
 
-# %% ../nbs/31_multiclass.ipynb #9b460cb5
+# %% ../nbs/31_multiclass.ipynb #4bb77853
 PROB_ROW_TOL = 1e-3         # |row sum - 1| within which input='auto' reads a [0, 1] matrix as probabilities
 
 def input_kind(z: np.ndarray, # a validated, finite n×K matrix
