@@ -28,6 +28,9 @@ suppress_warnings = [
 nb_execution_mode = 'off'
 nb_output_stderr = 'show'
 nb_merge_streams = True
+# prose rendered from results (IPython.display.Markdown, `#| echo: false`) is parsed like the notebooks' own Markdown:
+# math, tables and headings
+nb_render_markdown_format = 'myst'
 # a chart's static SVG first: never a Vega-Embed HTML view that would load scripts from a CDN
 nb_mime_priority_overrides = [('html', 'image/svg+xml', 1), ('html', 'image/png', 2), ('html', 'text/html', 3)]
 myst_enable_extensions = ['dollarmath', 'amsmath', 'colon_fence', 'deflist']

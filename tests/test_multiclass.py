@@ -5,7 +5,7 @@ import pytest
 from scipy.special import log_softmax, softmax
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
-from calibkit.multiclass import TemperatureScaling, VectorScaling, as_logits, nll, nll_grad
+from calibkit.multiclass import PROB_ROW_TOL, TemperatureScaling, VectorScaling, as_logits, nll, nll_grad
 
 
 def sample(n=20000, k=10, seed=0, scale=None):
@@ -92,6 +92,44 @@ def test_probability_input():
     with pytest.warns(UserWarning, match='1 of 50000 probabilities are 0'): as_logits(P0, input='probs')
 
 
+def test_probabilities_detected_by_default():
+    "A scikit-learn classifier's predict_proba (the issue's case): read as probabilities, top-label ECE falls."
+    from sklearn.datasets import make_classification
+    from sklearn.naive_bayes import GaussianNB
+    from calibkit.metrics import top_label_ce
+    X, y = make_classification(9000, 20, n_informative=6, n_redundant=6, n_classes=3, flip_y=0.05, class_sep=0.8,
+                               random_state=0)
+    clf = GaussianNB().fit(X[:1000], y[:1000])
+    P_dev, P_test, y_dev, y_test = clf.predict_proba(X[1000:5000]), clf.predict_proba(X[5000:]), y[1000:5000], y[5000:]
+    before = top_label_ce(P_test, y_test)
+    for m in (TemperatureScaling(), VectorScaling()):
+        m.fit(P_dev, y_dev)
+        assert m.input_ == 'probs'
+        explicit = type(m)(input='probs').fit(P_dev, y_dev)
+        np.testing.assert_array_equal(m.transform(P_test), explicit.transform(P_test))   # 'auto' = 'probs' here
+        assert top_label_ce(m.transform(P_test), y_test) < before / 2
+    wrong = TemperatureScaling(input='logits').fit(P_dev, y_dev)                          # the silent mistake, forced
+    right = TemperatureScaling().fit(P_dev, y_dev)
+    assert top_label_ce(wrong.transform(P_test), y_test) > top_label_ce(right.transform(P_test), y_test)
+
+
+def test_auto_rule_edges():
+    Z, y = sample(n=200, k=4, seed=9)
+    assert TemperatureScaling().fit(Z, y).input_ == 'logits'
+    P = softmax(Z, axis=1)
+    assert TemperatureScaling().fit(P.astype(np.float32), y).input_ == 'probs'          # float32 rows: sum within tol
+    assert as_logits(P * (1 + 0.9 * PROB_ROW_TOL))[2] == 'probs'
+    with pytest.raises(ValueError, match="200 of 200 rows do not sum to 1.*input='probs'"): as_logits(P * 0.9)
+    assert as_logits(P * 0.9, input='probs')[2] == 'probs'                                # explicit: no check
+    assert as_logits(P, input='logits')[2] == 'logits'
+    assert as_logits(np.log(P))[2] == 'logits'
+    ts = TemperatureScaling().fit(P, y)
+    with pytest.raises(ValueError, match='reads as logits but the model was fitted on probs'): ts.transform(Z)
+    with pytest.raises(ValueError, match='reads as probs but the model was fitted on logits'):
+        VectorScaling().fit(Z, y).transform(P)
+    np.testing.assert_allclose(TemperatureScaling(input='logits').fit(Z, y).transform(P).sum(1), 1)  # told: no refusal
+
+
 def test_nll_by_hand_and_containers():
     assert nll([[0.25, 0.75], [0.5, 0.5]], [1, 0]) == pytest.approx(-(np.log(0.75) + np.log(0.5)) / 2)
     assert nll([[1.0, 0.0]], [1]) == np.inf
@@ -110,7 +148,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match='input'): TemperatureScaling(input='odds').fit(Z, y)
     with pytest.raises(ValueError, match='max_iter'): VectorScaling(max_iter=-1).fit(Z, y)
     with pytest.raises(ValueError, match='NaN or infinite'): TemperatureScaling().fit(np.where(Z > 1, np.nan, Z), y)
-    with pytest.raises(TypeError, match='real numbers'): TemperatureScaling().fit(Z.astype(str), y)
+    with pytest.raises(TypeError, match='must be numeric'): TemperatureScaling().fit(Z.astype(str), y)
     with pytest.raises(ValueError, match='K >= 2'): TemperatureScaling().fit(Z[:, :1], y)
     with pytest.raises(ValueError, match=r'outside \[0, 3\)'): TemperatureScaling().fit(Z, y + 3)
     with pytest.raises(ValueError, match='gold has 99 values'): TemperatureScaling().fit(Z, y[:-1])
