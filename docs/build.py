@@ -22,7 +22,10 @@ STAGE = ROOT/'build'/'docs-src'
 DOCTREES = ROOT/'build'/'docs-doctrees'
 EXECUTED = ROOT/'build'/'docs-exec'
 MANIFEST = ROOT/'build'/'docs-manifest.json'   # what the last build documented (tests/test_docs.py reads it)
-TUTORIAL_FROM = 90              # notebooks numbered 90 and up are tutorials, the others document modules
+HOWTO_FROM = 80                 # notebooks numbered 80-89 are how-to guides,
+TUTORIAL_FROM = 90              # 90 and up tutorials, the others document modules
+README_ONLY = '<!-- readme-only'  # a home-page markdown cell that begins so is in README.md, not on the site
+CONTRIBUTING = ROOT/'CONTRIBUTING.md'
 MAX_EXAMPLE_CELLS = 2           # an API entry's example: at most this many code cells after the definition
 
 DIRECTIVE = re.compile(r'^\s*#\|\s*([\w-]+)\s*:?\s*(.*?)\s*$')
@@ -68,7 +71,8 @@ def is_hidden(cell) -> bool:
 def kind(nb_path: Path) -> str:
     m = re.match(r'(\d+)_', nb_path.name)
     if nb_path.stem == 'index': return 'home'
-    return 'tutorial' if m and int(m.group(1)) >= TUTORIAL_FROM else 'module'
+    n = int(m.group(1)) if m else 0
+    return 'tutorial' if n >= TUTORIAL_FROM else 'howto' if n >= HOWTO_FROM else 'module'
 
 
 def title_of(nb) -> tuple[str, str]:
@@ -299,15 +303,18 @@ def stage(src: Path) -> dict:
     st = Stage(STAGE)
     nbs = sorted(src.glob('*.ipynb'))
     if not any(p.stem == 'index' for p in nbs): sys.exit(f'no index.ipynb in {src}')
-    entries = {'module': [], 'tutorial': []}
+    entries = {'module': [], 'howto': [], 'tutorial': []}
     examples = {}
     for p in nbs:
         nb, ex = notebook_pages(p, mods, available)
         examples.update(ex)
         k = kind(p)
         if k == 'home':
-            nb['cells'].append(md('```{toctree}\n:hidden:\n\nModules <modules>\nTutorials <tutorials>\n'
-                                  'API reference <api/index>\n```', 'cktoc'))
+            nb['cells'] = [c for c in nb['cells']
+                           if not (c['cell_type'] == 'markdown' and src_text(c).lstrip().startswith(README_ONLY))]
+            nb['cells'].append(md('```{toctree}\n:hidden:\n\nTutorials <tutorials>\nHow-to guides <howto>\n'
+                                  'Modules <modules>\nAPI reference <api/index>\nContributing <contributing>\n```',
+                                  'cktoc'))
         else:
             entries[k].append((p.stem, *title_of(nb)))
         st.write_nb(f'{p.stem}.ipynb', nb)
@@ -315,6 +322,9 @@ def stage(src: Path) -> dict:
                                         'its functions with the equations they compute, then shows them at work.',
                                         entries['module']))
     st.write('tutorials.md', section_page('Tutorials', 'End-to-end studies on real, bundled data.', entries['tutorial']))
+    st.write('howto.md', section_page('How-to guides', 'Short recipes for one task each, executed like every notebook.',
+                                      entries['howto']))
+    st.write('contributing.md', CONTRIBUTING.read_text(encoding='utf-8'))
     api_entries = []
     for m in sorted(available):
         nb_name, names = mods[m]

@@ -22,7 +22,7 @@ import build as docs_build  # noqa: E402
 def inputs():
     "Everything the site is made of."
     return [*(ROOT/'nbs').glob('*.ipynb'), *(ROOT/'calibkit').rglob('*.py'), *(ROOT/'docs').rglob('*.py'),
-            *(ROOT/'docs'/'_static').glob('*')]
+            *(ROOT/'docs'/'_static').glob('*'), ROOT/'CONTRIBUTING.md']
 
 
 @pytest.fixture(scope='session')
@@ -52,10 +52,14 @@ def test_one_page_per_notebook_and_sections(site):
     for nb in (ROOT/'nbs').glob('*.ipynb'):
         assert (site/f'{nb.stem}.html').exists(), nb.name
     nav = (site/'index.html').read_text()
-    for page in ('modules.html', 'tutorials.html', 'api/index.html'):
+    for page in ('modules.html', 'tutorials.html', 'howto.html', 'contributing.html', 'api/index.html'):
         assert f'href="{page}"' in nav, f'home page does not link to {page}'
+    assert 'apt-get' not in nav and 'tasks.py test' not in nav, 'developer commands belong on the Contributing page'
+    assert 'apt-get' in (site/'contributing.html').read_text()
+    howto = (site/'howto.html').read_text()
+    for nb in (ROOT/'nbs').glob('8[0-9]_*.ipynb'): assert f'href="{nb.stem}.html"' in howto, nb.name
     modules = (site/'modules.html').read_text()
-    numbered = sorted(p.stem for p in (ROOT/'nbs').glob('[0-8]*.ipynb'))
+    numbered = sorted(p.stem for p in (ROOT/'nbs').glob('[0-7]*.ipynb'))
     positions = [modules.index(f'href="{s}.html"') for s in numbered]
     assert positions == sorted(positions), 'module pages are not in notebook order'
 
