@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_config.ipynb #48f90626
 from __future__ import annotations
-import configparser, dataclasses, os
+import configparser, dataclasses, os, sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -85,11 +85,14 @@ def default(name: str, value=None):
     return getattr(settings(), name) if value is None else value
 
 # %% ../nbs/00_config.ipynb #2efc6c4b
-def progress(iterable=None, *, quiet: bool | None = None, **kw):
-    "A tqdm progress bar on stderr, silent when `quiet` or when `$CALIBKIT_QUIET` is set."
-    from tqdm.auto import tqdm
+def progress(iterable=None,          # what to iterate over (tqdm's first argument)
+             *, quiet: bool | None = None,  # no bar; default: `$CALIBKIT_QUIET` set (and not 0)
+             **kw):                  # passed to tqdm (desc, unit, total, ...)
+    """A tqdm progress bar on stderr, drawn only when stderr is a terminal: silent in logs, pipes and notebooks
+    (no carriage returns there), when `quiet` or when `$CALIBKIT_QUIET` is set."""
+    from tqdm import tqdm
     if quiet is None: quiet = os.environ.get('CALIBKIT_QUIET', '') not in ('', '0')
-    return tqdm(iterable, disable=quiet, **kw)
+    return tqdm(iterable, disable=quiet or not sys.stderr.isatty(), **kw)
 
 # %% ../nbs/00_config.ipynb #de6db4bd
 def data_dir(*parts: str) -> Path:
