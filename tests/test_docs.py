@@ -193,3 +193,17 @@ def test_search_finds_offline(site, chrome):
     assert hits and len(hits) >= 5, f'search for "calibration" found {hits}'
     assert any(h.startswith('file://') and 'metrics' in h for h in hits)
     assert errors == [] and offsite(requests) == []
+
+
+# ---- the namespace -------------------------------------------------------------------------------------------
+def test_top_level_namespace_is_calibkit_public_api():
+    "`dir(calibkit)` lists calibkit's names only: no helper module it imported (sys, types, ...), no private name."
+    import subprocess
+    code = ('import calibkit as ck, json, types; names = dir(ck); '
+            'print(json.dumps([names, [n for n in ("sys", "types", "os", "np", "pd", "importlib") if hasattr(ck, n)]]))')
+    names, leaked = json.loads(subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout)
+    assert leaked == [], f'calibkit.{leaked[0]} leaks into the package namespace'
+    import calibkit
+    public = set(calibkit._LAZY) | calibkit._SUBMODULES | {'settings', '__version__'}
+    assert set(names) == public, sorted(set(names) ^ public)
+    assert {'calib_mse', 'ece', 'calibration_report', 'multiclass', 'diagnostics', 'TemperatureScaling'} <= set(names)
