@@ -12,6 +12,7 @@ myst-nb + pydata-sphinx-theme with the configuration in docs/conf.py; MathJax is
     python docs/build.py --src DIR        # notebooks from DIR (e.g. executed copies) instead of nbs/
 """
 import argparse, ast, base64, copy, hashlib, json, os, re, shutil, subprocess, sys, time
+from html.parser import HTMLParser
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -343,6 +344,50 @@ def stage(src: Path) -> dict:
                 skipped=sorted(skipped))
 
 
+# ---- search text -------------------------------------------------------------------------------------------
+class _PageText(HTMLParser):
+    """The readable text of a built page's article (no scripts, styles, charts or header-link symbols), and where in
+    it each API entry (`dt`) and section starts."""
+    SKIP = {'script', 'style', 'svg', 'math', 'mjx-container'}
+    ANCHORED = {'dt', 'section'}
+
+    def __init__(self):
+        super().__init__()
+        self.depth, self.skip, self.parts, self.size, self.anchors = 0, 0, [], 0, {}
+
+    def handle_starttag(self, tag, attrs):
+        if tag == 'article': self.depth += 1
+        elif self.depth and (tag in self.SKIP or self.skip or ('class', 'headerlink') in attrs): self.skip += 1
+        elif self.depth and tag in self.ANCHORED and dict(attrs).get('id'): self.anchors[dict(attrs)['id']] = self.size
+
+    def handle_endtag(self, tag):
+        if tag == 'article': self.depth -= 1
+        elif self.skip: self.skip -= 1
+
+    def handle_startendtag(self, tag, attrs): pass
+
+    def handle_data(self, data):
+        words = ' '.join(data.split())
+        if self.depth and not self.skip and words:
+            self.parts.append(words + ' ')
+            self.size += len(words) + 1
+
+
+def write_search_text(out: Path) -> int:
+    """`_static/ck-search-text.js`: every page's text and its anchors' offsets, for the summaries under search results
+    (docs/_static/ck-search.js); returns the number of pages."""
+    texts = {}
+    for page in sorted(out.rglob('*.html')):
+        rel = page.relative_to(out).with_suffix('').as_posix()
+        if rel in ('search', 'genindex', 'py-modindex') or rel.startswith('_'): continue
+        parser = _PageText()
+        parser.feed(page.read_text(encoding='utf-8'))
+        texts[rel] = [''.join(parser.parts), parser.anchors]
+    body = 'window.CK_SEARCH_TEXT = ' + json.dumps(texts, ensure_ascii=False, sort_keys=True) + ';\n'
+    (out/'_static'/docs_conf.SEARCH_TEXT).write_text(body, encoding='utf-8')
+    return len(texts)
+
+
 # ---- executing copies ----------------------------------------------------------------------------------
 def execute(dest: Path, timeout: int = 1200) -> Path:
     "Execute every notebook of nbs/ (cwd nbs/) into `dest`; a notebook whose source is unchanged is not re-run."
@@ -391,6 +436,7 @@ def main(argv=None):
                      str(STAGE), str(out)])
     if not had_scratch: shutil.rmtree(scratch, ignore_errors=True)
     if rc: sys.exit(f'sphinx failed (exit {rc})')
+    write_search_text(out)
     pages = len(list(out.rglob('*.html')))
     MANIFEST.write_text(json.dumps(dict(counts, pages=pages), indent=1) + '\n')
     n_warn = len([l for l in warnings.read_text().splitlines() if 'WARNING' in l or 'ERROR' in l])

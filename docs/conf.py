@@ -46,8 +46,10 @@ html_css_files = ['calibkit.css']
 html_last_updated_fmt = None
 html_show_sourcelink = False
 html_copy_source = False
-# search results without summaries: those are fetched from each page, which a browser refuses under file://
+# Sphinx's own search summaries are fetched from each page, which a browser refuses under file://: the search page
+# shows them from ck-search-text.js instead (the text of every page, written by docs/build.py; ck-search.js)
 html_show_search_summary = False
+SEARCH_TEXT = 'ck-search-text.js'
 # an explicit colour mode: without one the theme logs 'invalid theme mode' as a console error on a first visit
 html_context = {'default_mode': 'light'}
 html_theme_options = {
@@ -97,6 +99,13 @@ def _markdown_docstring(app, what, name, obj, options, lines):
     lines[:] = markdown_to_rst('\n'.join(lines)).split('\n')
 
 
+def _search_page_scripts(app, pagename, templatename, context, doctree):
+    if pagename == 'search':
+        app.add_js_file(SEARCH_TEXT)
+        app.add_js_file('ck-search.js')
+
+
 def setup(app):
     app.connect('autodoc-process-docstring', _markdown_docstring)
+    app.connect('html-page-context', _search_page_scripts)
     app.connect('config-inited', _offline_mathjax, priority=900)

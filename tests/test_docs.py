@@ -207,3 +207,46 @@ def test_top_level_namespace_is_calibkit_public_api():
     public = set(calibkit._LAZY) | calibkit._SUBMODULES | {'settings', '__version__'}
     assert set(names) == public, sorted(set(names) ^ public)
     assert {'calib_mse', 'ece', 'calibration_report', 'multiclass', 'diagnostics', 'TemperatureScaling'} <= set(names)
+
+
+# ---- search -------------------------------------------------------------------------------------------------
+def search_text(site) -> dict:
+    "page -> [its text, {anchor: offset}], as the search page reads it."
+    body = (site/'_static'/'ck-search-text.js').read_text(encoding='utf-8')
+    return json.loads(body.removeprefix('window.CK_SEARCH_TEXT = ').rstrip().removesuffix(';'))
+
+
+def test_search_text_covers_every_page_and_api_entry(site):
+    "The search page's summaries come from a text index of every page (no fetch: the site works from file://)."
+    texts = search_text(site)
+    pages = {p.relative_to(site).with_suffix('').as_posix() for p in site.rglob('*.html')
+             if not p.relative_to(site).as_posix().startswith('_')} - {'search', 'genindex', 'py-modindex'}
+    assert set(texts) == pages
+    text, anchors = texts['api/calibkit.metrics']
+    assert text[anchors['calibkit.metrics.ece']:].startswith('ece (')
+    assert 'Expected calibration error' in text[anchors['calibkit.metrics.ece']:][:400]
+    assert len(texts['40_charts'][0]) < len((site/'40_charts.html').read_text()) / 4, 'chart markup in the text index'
+    search = (site/'search.html').read_text()
+    assert 'ck-search-text.js' in search and 'ck-search.js' in search
+    assert 'ck-search-text.js' not in (site/'index.html').read_text(), 'the text index loads with the search page only'
+
+
+def search(chrome, site, query):
+    "[(href, text of the result)] in the order the site's search ranks them, once every summary is in."
+    hits, errors, requests = visit(chrome, (site/'search.html').as_uri() + '?q=' + query,
+                                   "(() => { const done = document.querySelector('#search-results .search-summary');"
+                                   "  const li = [...document.querySelectorAll('#search-results li')];"
+                                   "  return done && /\\d/.test(done.textContent) && li.length && li.every(l => l.dataset.ckSummary) &&"
+                                   "    li.map(l => [l.querySelector('a').getAttribute('href'), l.innerText]); })()")
+    assert errors == [] and offsite(requests) == []
+    return hits
+
+
+@pytest.mark.parametrize('query, first', [('ece', 'api/calibkit.metrics.html#calibkit.metrics.ece'),
+                                          ('calib_mse', 'api/calibkit.metrics.html#calibkit.metrics.calib_mse'),
+                                          ('TemperatureScaling', 'api/calibkit.multiclass.html#calibkit.multiclass.TemperatureScaling')])
+def test_search_finds_a_function_by_its_name_first_with_matching_text(site, chrome, query, first):
+    hits = search(chrome, site, query)
+    assert hits and hits[0][0] == first, [h for h, _ in hits[:5]]
+    summaries = [t.split('\n', 1)[1] if '\n' in t else '' for _, t in hits]
+    assert all(query.lower() in s.lower() for s in summaries[:5]), summaries[:5]
