@@ -95,8 +95,19 @@ def markdown_to_rst(text: str) -> str:
     return '\n'.join(line(l) for l in text.split('\n'))
 
 
+def _parameters(obj) -> list[str]:
+    "A reST field list of `obj`'s docments: the comment nbdev reads after each parameter in its signature."
+    from fastcore.docments import docments
+    try: docs = docments(obj, args_kwargs=True)
+    except (TypeError, ValueError, OSError, SyntaxError): return []      # no Python source to read
+    fields = [f':param {p}: {markdown_to_rst(d)}' for p, d in docs.items() if d and p not in ('return', 'self', 'cls')]
+    if docs.get('return'): fields.append(f':returns: {markdown_to_rst(docs["return"])}')
+    return ['', *fields] if fields else []
+
+
 def _markdown_docstring(app, what, name, obj, options, lines):
     lines[:] = markdown_to_rst('\n'.join(lines)).split('\n')
+    if what in ('function', 'class', 'method'): lines += _parameters(obj)
 
 
 def _search_page_scripts(app, pagename, templatename, context, doctree):

@@ -293,3 +293,11 @@ def test_undocumented_finds_a_parameter_without_a_comment(tmp_path, monkeypatch)
         "class P(NamedTuple):\n    x: float  # said\n    y: float\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert undocumented('ck_docments_probe') == ['f(b)', 'P(y)']
+
+
+def test_api_entries_list_their_parameters(site):
+    "The API reference renders each parameter's docment (the comment after it in the signature)."
+    page = (site/'api'/'calibkit.metrics.html').read_text()
+    entry = page[page.index('id="calibkit.metrics.ece"'):]
+    entry = re.sub(r'<[^>]+>', '', entry[:entry.index('id="calibkit.metrics.', 30)])
+    assert 'Parameters' in entry and 'number of equal-mass bins' in entry and "'l1' (mean)" in entry.replace('&#39;', "'").replace('‘', "'").replace('’', "'")
