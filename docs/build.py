@@ -27,7 +27,7 @@ HOWTO_FROM = 80                 # notebooks numbered 80-89 are how-to guides,
 TUTORIAL_FROM = 90              # 90 and up tutorials, the others document modules
 README_ONLY = '<!-- readme-only'  # a home-page markdown cell that begins so is in README.md, not on the site
 CONTRIBUTING = ROOT/'CONTRIBUTING.md'
-MAX_EXAMPLE_CELLS = 2           # an API entry's example: at most this many code cells after the definition
+MAX_EXAMPLE_CELLS = 2           # an API entry's example: at most this many usage cells after the definition (then tests, folded)
 
 DIRECTIVE = re.compile(r'^\s*#\|\s*([\w-]+)\s*:?\s*(.*?)\s*$')
 EDIT_HEADER = re.compile(r'File to edit: (?:\.\./)+nbs/(\S+\.ipynb)')
@@ -146,6 +146,15 @@ def label(qualname: str) -> str:
     return 'src-' + qualname.lower() + caps
 
 
+TEST_LINE = re.compile(r'\s|(test_\w+|assert)\b|[)\]}]')    # an assertion, or a continuation line of one
+
+
+def is_test_cell(cell) -> bool:
+    "A code cell made only of assertions (fastcore `test_*` calls, `assert`): an API entry shows it after the usage, folded."
+    lines = [l for l in strip_directives(src_text(cell)).splitlines() if l.strip() and not l.lstrip().startswith('#')]
+    return bool(lines) and all(TEST_LINE.match(l) for l in lines)
+
+
 def render_cell(cell) -> dict:
     "A notebook cell as the site shows it: nbdev directives removed; hidden cells tagged away."
     c = copy.deepcopy(cell)
@@ -192,8 +201,9 @@ def notebook_pages(nb_path: Path, mods: dict, available: dict) -> tuple[dict, di
                     if is_export(c2) or (c2['cell_type'] == 'markdown' and HEADING.search(src_text(c2))): break
                     if c2['cell_type'] == 'code' and not is_hidden(c2) and strip_directives(src_text(c2)).strip():
                         follow.append(render_cell(c2))
-                    if len(follow) == MAX_EXAMPLE_CELLS: break
-                for n in names: examples[f'{module}.{n}'] = (section_of(cells, i), follow)
+                usage = [c2 for c2 in follow if not is_test_cell(c2)][:MAX_EXAMPLE_CELLS]
+                tests = [c2 for c2 in follow if is_test_cell(c2)][:MAX_EXAMPLE_CELLS - len(usage) or 1]
+                for n in names: examples[f'{module}.{n}'] = (section_of(cells, i), usage, tests)
         out.append(render_cell(c))
         if i == 0 and public and c['cell_type'] == 'markdown':
             out.append(md(f'API reference: {{doc}}`{module} <api/{module}>`', 'ckapimod'))
@@ -222,6 +232,16 @@ def output_rst(out: dict, files: dict) -> str:
     return ''
 
 
+def example_rst(cells: list, files: dict) -> list[str]:
+    "Code cells with their stored outputs, as reStructuredText lines."
+    parts = []
+    for c in cells:
+        parts += ['.. container:: ck-example-input', '', indent('.. code-block:: python\n\n' + indent(src_text(c))), '']
+        outs = [o for o in (output_rst(o, files) for o in c.get('outputs', [])) if o]
+        if outs: parts += ['.. container:: ck-example-output', '', *[indent(o) + '\n' for o in outs]]
+    return parts
+
+
 def ref_text(text: str) -> str:
     "Plain text fit for the title of a reST cross-reference."
     return re.sub(r'[`*<>]', '', text).strip()
@@ -243,14 +263,14 @@ def api_page(module: str, nb_name: str, names: list[str], kinds: dict, values: d
             parts += [f'.. py:data:: {q}', f'   :value: {values[n]}', '']
         else:
             parts += [f'.. auto{what}:: {q}'] + (['   :members:'] if what == 'class' else []) + ['']
-        section, follow = examples.get(q, ('', []))
-        if follow:
+        section, usage, tests = examples.get(q, ('', [], []))
+        if usage or tests:
             where = ref_text(f'{stem} › {section}' if section else stem)
-            parts += [f'**Example** (from :ref:`{where} <{label(q)}>`):', '']
-            for c in follow:
-                parts += ['.. container:: ck-example-input', '', indent('.. code-block:: python\n\n' + indent(src_text(c))), '']
-                outs = [o for o in (output_rst(o, files) for o in c.get('outputs', [])) if o]
-                if outs: parts += ['.. container:: ck-example-output', '', *[indent(o) + '\n' for o in outs]]
+            if usage: parts += [f'**Example** (from :ref:`{where} <{label(q)}>`):', '', *example_rst(usage, files)]
+            if tests:       # the notebook's checks, folded under the usage
+                parts += ['.. raw:: html', '', '   <details class="ck-example-tests"><summary>Tests</summary>', '',
+                          *example_rst(tests, files), '.. raw:: html', '', '   </details>', '']
+                if not usage: parts += [f'(from :ref:`{where} <{label(q)}>`)', '']
         elif q in examples:
             parts += [f'Defined in :ref:`{stem} <{label(q)}>`; the notebook gives no example right after it.', '']
     return '\n'.join(parts) + '\n', files

@@ -301,3 +301,18 @@ def test_api_entries_list_their_parameters(site):
     entry = page[page.index('id="calibkit.metrics.ece"'):]
     entry = re.sub(r'<[^>]+>', '', entry[:entry.index('id="calibkit.metrics.', 30)])
     assert 'Parameters' in entry and 'number of equal-mass bins' in entry and "'l1' (mean)" in entry.replace('&#39;', "'").replace('‘', "'").replace('’', "'")
+
+
+def test_api_examples_show_usage_first_and_fold_the_tests(site):
+    code = lambda text: {'cell_type': 'code', 'source': text}
+    assert docs_build.is_test_cell(code("test_eq(f(1),\n        2)\nassert g()  # fine\n"))
+    assert not docs_build.is_test_cell(code("test_eq(f(1), 2)\nf(3)"))
+    assert not docs_build.is_test_cell(code("#| hide\nx = f(1)"))
+    page = (site/'api'/'calibkit.metrics.html').read_text()
+    entry = page[page.index('id="calibkit.metrics.ece"'):]
+    entry = entry[:entry.index('id="calibkit.metrics.', 30)]
+    example = entry[entry.index('<strong>Example</strong>'):]
+    first = re.sub(r'<[^>]+>', '', example[example.index('<pre>'):example.index('</pre>')]).strip()
+    assert not first.startswith(('test_', 'assert')), first[:80]
+    assert '<details class="ck-example-tests"><summary>Tests</summary>' in entry
+    assert entry.index('<strong>Example</strong>') < entry.index('ck-example-tests')
