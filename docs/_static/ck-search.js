@@ -13,10 +13,11 @@
     const hit = find(from) || find(0);
     if (!hit) return null;
     const [at, term] = hit;
-    const start = Math.max(at - 100, from <= at ? from : 0), end = Math.min(at + 140, text.length);
+    const begin = from <= at ? from : 0;         // the result's own text: no '…' before its start
+    const start = Math.max(at - 100, begin), end = Math.min(at + 140, text.length);
     const p = document.createElement('p');
     p.className = 'context';
-    p.append((start ? '…' : '') + text.slice(start, at));
+    p.append((start > begin ? '…' : '') + text.slice(start, at));
     const mark = document.createElement('span');
     mark.className = 'highlighted';
     mark.textContent = text.slice(at, at + term.length);
