@@ -6,7 +6,7 @@ metrics-only script loads only the core and `calibkit --help` answers at once.
 """
 __version__ = "0.1.0"
 
-import sys, types
+import sys as _sys, types as _types
 from .config import settings
 
 # public name -> (submodule, attribute). Submodules (calibkit.plugins, calibkit.charts, ...) are
@@ -45,10 +45,11 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+    "calibkit's public names (and `__version__`): no imported helper module or private name."
+    return sorted({n for n in globals() if not n.startswith('_')} | {'__version__'} | set(_LAZY) | _SUBMODULES)
 
 
-class _Package(types.ModuleType):
+class _Package(_types.ModuleType):
     """`calibkit.events` is the function `events` (as in `ck.events(conf, correct)`), also once the submodule
     `calibkit.events` has been imported: the import system's `setattr(calibkit, 'events', <module>)` is ignored;
     the module stays reachable as `sys.modules['calibkit.events']` and through `from calibkit.events import ...`."""
@@ -61,4 +62,4 @@ class _Package(types.ModuleType):
     def events(self, module): pass
 
 
-sys.modules[__name__].__class__ = _Package
+_sys.modules[__name__].__class__ = _Package

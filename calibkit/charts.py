@@ -16,9 +16,9 @@ from .metrics import Interval, calib_mse_interval
 
 # %% auto #0
 __all__ = ['FONT', 'FONT_STACK', 'BIN_COLUMNS', 'MAX_ROWS', 'CONF_TITLE', 'ACC_TITLE', 'SCALES', 'AT_ACCURACY', 'AT_EDGE',
-           'MAX_COLUMNS', 'font_renderer', 'font_chars', 'chart_spec', 'font_css', 'to_svg', 'SVGDisplay',
-           'svg_display', 'choose_scale', 'reliability', 'reliability_grid', 'smooth_reliability', 'save_chart',
-           'study_curve']
+           'MAX_COLUMNS', 'SAVE_FORMATS', 'font_renderer', 'font_chars', 'chart_spec', 'font_css', 'to_svg',
+           'SVGDisplay', 'svg_display', 'choose_scale', 'reliability', 'reliability_grid', 'smooth_reliability',
+           'save_chart', 'study_curve']
 
 # %% ../nbs/40_charts.ipynb #8b6758d3
 FONT = 'Calibkit Sans'                                # the family of calibkit/fonts/CalibkitSans-*.ttf
@@ -340,25 +340,45 @@ def smooth_reliability(curve: pd.DataFrame, *, title=None, conf_axis='x', label=
     return svg_display(alt.layer(*layers, data=d).properties(width=300, height=300, title=title or 'Smoothed reliability'))
 
 # %% ../nbs/40_charts.ipynb #b47fdcad
-def _write_atomic(target: Path, text: str):
+SAVE_FORMATS = ('svg', 'png', 'pdf', 'html', 'vl.json')
+
+def _write_atomic(target: Path, data: str | bytes):
     tmp = target.with_name(f'.{target.name}.{os.getpid()}.tmp')
     try:
-        with open(tmp, 'w', encoding='utf-8', newline='\n') as f: f.write(text)
+        if isinstance(data, bytes): tmp.write_bytes(data)
+        else:
+            with open(tmp, 'w', encoding='utf-8', newline='\n') as f: f.write(data)
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
 
-def save_chart(chart, path) -> list[Path]:
-    "Write `chart` to `path.svg` and `path.vl.json` (atomically, deterministically); return the two paths."
+def _html_page(svg: str) -> str:
+    "A standalone HTML page showing an SVG chart, calibkit's font embedded (opens offline)."
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>calibkit chart</title>\n'
+            f'<style>{font_css()}</style></head>\n<body>\n{svg}\n</body></html>\n')
+
+def save_chart(chart,                      # an Altair chart (as calibkit's chart functions return)
+               path,                       # the files' path without extension: `path.svg`, `path.png`, ...
+               formats=('svg', 'vl.json')  # any of `SAVE_FORMATS` (a string for one)
+               ) -> list[Path]:
+    "Write `chart` to `path.<format>` for each of `formats` (atomically, deterministically); return the paths."
     if not isinstance(chart, alt.TopLevelMixin): raise TypeError(f'chart must be an Altair chart, got {type(chart).__name__}')
+    formats = (formats,) if isinstance(formats, str) else tuple(formats)
+    bad = [f for f in formats if f not in SAVE_FORMATS]
+    if bad or not formats or len(set(formats)) < len(formats):
+        raise ValueError(f'formats must be distinct values of {list(SAVE_FORMATS)}, got {list(formats)}')
     path = Path(path)
-    if path.suffix in ('.svg', '.json', '.png', '.html') or not path.name:
-        raise ValueError(f'path must be given without extension (save_chart adds .svg and .vl.json), got {str(path)!r}')
+    if path.suffix in ('.svg', '.json', '.png', '.pdf', '.html') or not path.name:
+        raise ValueError(f'path must be given without extension (save_chart adds .svg, .png, ...), got {str(path)!r}')
+    svg = to_svg(chart) if set(formats) - {'vl.json'} else None
+    render = {'svg': lambda: svg, 'png': lambda: font_renderer().svg_to_png(svg, scale=2),
+              'pdf': lambda: font_renderer().svg_to_pdf(svg), 'html': lambda: _html_page(svg),
+              'vl.json': lambda: json.dumps(chart_spec(chart), indent=2) + '\n'}
     path.parent.mkdir(parents=True, exist_ok=True)
     out = []
-    for ext, text in (('.svg', to_svg(chart)), ('.vl.json', json.dumps(chart_spec(chart), indent=2) + '\n')):
-        target = path.with_name(path.name + ext)
-        _write_atomic(target, text)
+    for f in formats:
+        target = path.with_name(f'{path.name}.{f}')
+        _write_atomic(target, render[f]())
         out.append(target)
     return out
 

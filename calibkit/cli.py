@@ -13,7 +13,7 @@ from .outdir import OutputError, claim
 __all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_SOFTWARE', 'EX_CANTCREAT', 'EXIT_CODES', 'MAX_SAMPLES',
            'FORMATS', 'BINNINGS', 'CLIError', 'first_line', 'failing_as', 'output_error', 'int_flag', 'float_flag',
            'param_flag', 'raw_output', 'load_input', 'read_stdin', 'cmd_report', 'plugin_table', 'cmd_plugins',
-           'cmd_demo', 'Parser', 'parser', 'main']
+           'cmd_demo', 'DemoHelp', 'Parser', 'parser', 'main']
 
 # %% ../nbs/62_cli.ipynb #52c6fcf9
 EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_SOFTWARE, EX_CANTCREAT = 2, 65, 66, 69, 70, 73
@@ -236,21 +236,35 @@ def cmd_report(args) -> int:
     return 0
 
 # %% ../nbs/62_cli.ipynb #f65ed7c0
-def plugin_table(df, width: int = 100) -> str:
-    "A plain-text table of `df` (name, kind, distribution, version, params) no wider than `width`, params truncated."
+def plugin_table(df,              # `calibkit.plugins.plugins()`: kind, name, description, distribution, version, params, reads, ...
+                 width: int = 100 # the widest line, in characters (longer text is wrapped, never cut)
+                 ) -> str:
+    """A plain-text listing of `df`: per plugin a row (name, kind, distribution, version, params wrapped under their
+    column), then its description and the keys an extractor reads, indented; nothing is truncated."""
+    import textwrap
     cols = ['name', 'kind', 'distribution', 'version', 'params']
-    t = df.reindex(columns=cols).fillna('').astype(str)
-    cut = lambda s, w: s if len(s) <= w else s[:max(w - 1, 0)] + '…'
-    w = {c: min(max(len(c), t[c].str.len().max() if len(t) else 0), 24) for c in cols[:-1]}
-    w['params'] = max(width - sum(w.values()) - 2 * (len(cols) - 1), 6)
-    line = lambda r: '  '.join(cut(r[c], w[c]).ljust(w[c]) for c in cols).rstrip()
-    return '\n'.join([line(dict(zip(cols, cols))), *(line(r) for r in t.to_dict('records'))])
+    recs = df.astype(object).where(df.notna(), None).to_dict('records')
+    text = lambda r, c: '' if r.get(c) is None else str(r[c])
+    w = {c: max([len(c), *(len(text(r, c)) for r in recs)]) for c in cols[:-1]}
+    indent = sum(w.values()) + 2 * len(w)
+    wrap = lambda s, at, lead: textwrap.wrap(s, max(width - at, 20), break_on_hyphens=False, subsequent_indent=lead) or ['']
+    lines = ['  '.join(c.ljust(w[c]) for c in cols[:-1]) + '  params']
+    for r in recs:
+        head = '  '.join(text(r, c).ljust(w[c]) for c in cols[:-1]) + '  '
+        params = wrap(text(r, 'params'), indent, '')
+        lines += [(head + params[0]).rstrip(), *(' ' * indent + p for p in params[1:])]
+        reads = ', '.join(r.get('reads') or {}) + ('; optional: ' + ', '.join(r['reads_optional']) if r.get('reads_optional') else '')
+        notes = [text(r, 'description')] + ([f'reads: {reads}'] if reads else [])
+        lines += ['    ' + l for n in notes if n for l in wrap(n, 4, '  ')]
+    return '\n'.join(lines)
 
 # %% ../nbs/62_cli.ipynb #e1f20282
 def cmd_plugins(args) -> int:
+    import shutil
     from calibkit.plugins import plugins
     df = plugins()
-    print(df.to_json(orient='records', indent=1) if args.json else plugin_table(df), flush=True)
+    width = shutil.get_terminal_size((100, 24)).columns       # 100 when stdout is not a terminal
+    print(df.to_json(orient='records', indent=1) if args.json else plugin_table(df, width), flush=True)
     return 0
 
 def cmd_demo(args) -> int:
@@ -262,6 +276,12 @@ def cmd_demo(args) -> int:
     done = run_demos(Path(args.out), only=only, force=args.force)
     for p in done: print(p, flush=True)
     return 0
+
+class DemoHelp(argparse.RawDescriptionHelpFormatter):
+    "`calibkit demo --help`: the usual help, then the studies (`calibkit.demos` is imported only when help is shown)."
+    def format_help(self) -> str:
+        from calibkit.demos import demo_catalogue
+        return super().format_help() + '\n' + demo_catalogue() + '\n'
 
 # %% ../nbs/62_cli.ipynb #cda04ce9
 class Parser(argparse.ArgumentParser):
@@ -320,9 +340,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument('--json', action='store_true', help='print metrics.json to stdout (nothing else on stdout)')
     r.set_defaults(func=cmd_report)
     d = sub.add_parser('demo', parents=[common], help='run the bundled end-to-end studies and write their reports',
-                       description='Run the bundled studies on the bundled data and write a report for each.', epilog=EXIT_CODES)
+                       description='Run the bundled studies on the bundled data and write a report for each.', epilog=EXIT_CODES,
+                       formatter_class=DemoHelp)
     d.add_argument('--out', default='calibkit-demo', help='output folder (default: calibkit-demo)')
-    d.add_argument('--only', help='comma-separated study names to run')
+    d.add_argument('--only', help='comma-separated study names to run (default: every study this install supports)')
     d.add_argument('--force', action='store_true', help='replace the reports calibkit wrote there (nothing else)')
     d.set_defaults(func=cmd_demo)
     g = sub.add_parser('plugins', parents=[common], help='list registered extractors, groupers and recalibrators', epilog=EXIT_CODES)

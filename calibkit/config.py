@@ -59,7 +59,9 @@ def settings_path() -> Path | None:
     return p if p.is_file() else None
 
 # %% ../nbs/00_config.ipynb #1b05eec4
-def read_settings(path: str | Path | None = None) -> Settings:
+def read_settings(
+    path: str | Path | None = None,  # an ini file with a [calibkit] section (default: `settings_path()`)
+) -> Settings:
     "Parse the `[calibkit]` section of `path` (default: `settings_path()`) into `Settings`."
     path = settings_path() if path is None else Path(path)
     if path is None: return Settings()
@@ -81,16 +83,22 @@ def settings() -> Settings:
     return read_settings()
 
 # %% ../nbs/00_config.ipynb #5d2df389
-def default(name: str, value=None):
+def default(
+    name: str,  # a field of `Settings` (n_bins, threshold, ci_level, ...)
+    value=None,  # the value a caller gave (None: use the default)
+):
     "`value` if given, else the study default `name`: the idiom every public function uses."
     return getattr(settings(), name) if value is None else value
 
 # %% ../nbs/00_config.ipynb #2efc6c4b
-def progress(iterable=None, *, quiet: bool | None = None, **kw):
-    "A tqdm progress bar on stderr, silent when `quiet` or when `$CALIBKIT_QUIET` is set."
-    from tqdm.auto import tqdm
+def progress(iterable=None,          # what to iterate over (tqdm's first argument)
+             *, quiet: bool | None = None,  # no bar; default: `$CALIBKIT_QUIET` set (and not 0)
+             **kw):                  # passed to tqdm (desc, unit, total, ...)
+    """A tqdm progress bar on stderr, drawn only when stderr is a terminal: silent in logs, pipes and notebooks
+    (no carriage returns there), when `quiet` or when `$CALIBKIT_QUIET` is set."""
+    from tqdm import tqdm
     if quiet is None: quiet = os.environ.get('CALIBKIT_QUIET', '') not in ('', '0')
-    return tqdm(iterable, disable=quiet, **kw)
+    return tqdm(iterable, disable=quiet or not sys.stderr.isatty(), **kw)
 
 # %% ../nbs/00_config.ipynb #ec916d31
 @contextmanager
@@ -106,7 +114,9 @@ def fixed_threads():
             if torch: torch.set_num_threads(saved[0]); torch.use_deterministic_algorithms(saved[1])
 
 # %% ../nbs/00_config.ipynb #de6db4bd
-def data_dir(*parts: str) -> Path:
+def data_dir(
+    *parts: str,  # path parts below `calibkit/data/` (none: the folder itself)
+) -> Path:
     "The bundled data folder (`calibkit/data/`), or a file or folder inside it; a clear error when it is missing."
     d = package_dir()/'data'
     p = d.joinpath(*parts)
@@ -114,7 +124,11 @@ def data_dir(*parts: str) -> Path:
     return p
 
 # %% ../nbs/00_config.ipynb #801513eb
-def require(module: str, extra: str, feature: str):
+def require(
+    module: str,  # the module to import (dotted name)
+    extra: str,  # the pip extra that installs it ('crf', 'hf', ...)
+    feature: str,  # what needs it, for the error message
+):
     "Import `module`, or raise an ImportError naming the `feature` that needs it and the extra that installs it."
     import importlib
     try: return importlib.import_module(module)

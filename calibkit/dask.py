@@ -118,7 +118,10 @@ def _sketch(cs: np.ndarray, k: int, phase: float) -> tuple[np.ndarray, np.ndarra
     w = np.diff(ranks, prepend=-1, append=len(cs))     # events from the previous kept rank (excl.) to this one (incl.)
     return cs[ranks], (w[:-1] + w[1:]) / 2
 
-def sketch_size(n_partitions: int, sketch: int | None = None) -> int:
+def sketch_size(
+    n_partitions: int,  # partitions of the data
+    sketch: int | None = None,  # values kept per partition (None: the budget)
+) -> int:
     "Kept values per partition: `sketch`, or by default the budget of 2^22 over all partitions, at least 256."
     k = max(MIN_SKETCH, SKETCH_BUDGET // max(1, n_partitions)) if sketch is None else sketch
     return check_int('sketch', k, 1)
@@ -178,7 +181,10 @@ class _Progress(Callback):
     def _posttask(self, key, result, dsk, state, worker_id): self.bar.update(1)
     def _finish(self, dsk, state, errored): self.bar.close()
 
-def compute(*tasks, desc: str = 'calibkit.dask'):
+def compute(
+    *tasks,  # dask collections or delayed values to compute together
+    desc: str = 'calibkit.dask',  # the progress bar's label
+):
     "`dask.compute(*tasks)` with a progress bar (tqdm via `calibkit.config.progress`; silent under `CALIBKIT_QUIET`)."
     with _Progress(desc): return dask.compute(*tasks)
 
@@ -220,7 +226,15 @@ def _equal_mass(parts, spec, groups=None, moments=False, sketch=None) -> list[Bi
     return out
 
 # %% ../nbs/70_dask.ipynb #a6f466f8
-def equal_mass_stats(conf, correct=None, *, bin_size=None, n_bins=None, moments=False, sketch=None) -> BinStats:
+def equal_mass_stats(
+    conf,  # confidences: a dask array or series, or a dask events frame with `conf, correct`
+    correct=None,  # outcomes, a dask array or series (None when `conf` is a frame)
+    *,
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    moments=False,  # also sum conf², conf·correct (for the Brier score)
+    sketch=None,  # values kept per partition to place the bin edges (default: see `sketch_size`)
+) -> BinStats:
     "`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`) of dask data: sketched edges, exact sums."
     if (bin_size is None) == (n_bins is None): bin_starts(1, bin_size=bin_size, n_bins=n_bins)   # the core's error, before any pass
     spec = partial(bin_starts, bin_size=bin_size, n_bins=n_bins)
@@ -233,7 +247,13 @@ def _fixed_width_block(part, n_bins: int, moments: bool):
     w = [None, c64, y] + ([c64 * c64, np.where(y == 1, c64, 0.0)] if moments else [])
     return np.array([np.bincount(j, weights=x, minlength=n_bins) for x in w]), bad
 
-def fixed_width_stats(conf, correct=None, *, n_bins=None, moments=False) -> BinStats:
+def fixed_width_stats(
+    conf,  # confidences: a dask array or series, or a dask events frame with `conf, correct`
+    correct=None,  # outcomes, a dask array or series (None when `conf` is a frame)
+    *,
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    moments=False,  # also sum conf², conf·correct (for the Brier score)
+) -> BinStats:
     "`BinStats` of `n_bins` equal-width bins on [0, 1] of dask data, in one pass; empty bins have n = 0."
     n_bins = default('n_bins', n_bins)
     edges = fixed_width_edges(n_bins)
@@ -243,7 +263,12 @@ def fixed_width_stats(conf, correct=None, *, n_bins=None, moments=False) -> BinS
     return _bin_stats(sums, edges[:-1], edges[1:])
 
 # %% ../nbs/70_dask.ipynb #e23f1ab2
-def gmce(events, groups, *, n_bins=None) -> pd.DataFrame:
+def gmce(
+    events,  # a dask events frame with `conf, correct, label`
+    groups,  # label -> group: a dict, a Series, or a fitted grouper
+    *,
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+) -> pd.DataFrame:
     "GMCE of a dask events frame: one row per group (`group, gmce, n_events, n_labels, n_bins`), as `calibkit.metrics.gmce`."
     n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
     mapping, index = grp = _groups(groups)
@@ -257,7 +282,12 @@ class EqualMassError(NamedTuple):
     calib_mse: float         # bound on |CalibMSE(these bins) - CalibMSE(exact bins)|
     ece: float               # bound on |ECE l1(these bins) - ECE l1(exact bins)|
 
-def equal_mass_error(stats: BinStats, *, bin_size=None, n_bins=None) -> EqualMassError:
+def equal_mass_error(
+    stats: BinStats,  # `BinStats` from `equal_mass_stats`
+    *,
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+) -> EqualMassError:
     "Rank error of every bin start of `stats` against exact equal-mass bins (same specification), and the bounds it implies."
     n, total = stats.n.astype(np.float64), stats.total
     target = bin_starts(total, bin_size=bin_size, n_bins=n_bins)
@@ -282,7 +312,13 @@ def _sample_block(part, size: int, seed: int, i: int):
     if bad[2:].any(): _check_bad(bad)                          # the partition's own counts
     return _smallest_keys(size, (np.random.default_rng([seed, i]).random(len(c)), c, y))
 
-def sample(conf, correct=None, *, size: int = 10**6, seed=None) -> tuple[np.ndarray, np.ndarray]:
+def sample(
+    conf,  # confidences: a dask array or series, or a dask events frame with `conf, correct`
+    correct=None,  # outcomes, a dask array or series (None when `conf` is a frame)
+    *,
+    size: int = 10**6,  # events to draw
+    seed=None,  # random seed (default: the settings' seed)
+) -> tuple[np.ndarray, np.ndarray]:
     "A uniform random sample without replacement of `size` events of dask data (all if fewer), in memory."
     size = check_int('size', size, 1)
     seed = default('seed', seed)
@@ -295,7 +331,13 @@ def sample(conf, correct=None, *, size: int = 10**6, seed=None) -> tuple[np.ndar
     return c[o], y[o]
 
 # %% ../nbs/70_dask.ipynb #e3603b38
-def histogram_binning(conf, correct=None, *, n_bins=None, sketch=None) -> HistogramBinning:
+def histogram_binning(
+    conf,  # confidences: a dask array or series, or a dask events frame with `conf, correct`
+    correct=None,  # outcomes, a dask array or series (None when `conf` is a frame)
+    *,
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    sketch=None,  # values kept per partition to place the bin edges (default: see `sketch_size`)
+) -> HistogramBinning:
     "`calibkit.recalibrators.HistogramBinning` fitted exactly from the equal-mass `BinStats` of dask data."
     st = equal_mass_stats(conf, correct, n_bins=default("n_bins", n_bins), sketch=sketch).nonempty()
     if st.sum_correct.sum() in (0, st.total):
@@ -304,7 +346,10 @@ def histogram_binning(conf, correct=None, *, n_bins=None, sketch=None) -> Histog
     # its bins are (upper edge of the previous, upper edge]: a bin's largest confidence is its upper edge
     return HistogramBinning.from_bins(st.hi[:-1], st.n, st.acc)
 
-def transform(recalibrator, data):
+def transform(
+    recalibrator,  # a fitted recalibrator (`calibkit.recalibrator(...)` after `fit`)
+    data,  # a dask array, series or events frame of confidences
+):
     "Apply a fitted recalibrator lazily to a dask array (blocks), series or events frame (partitions)."
     if isinstance(data, dd.DataFrame):
         return data.map_partitions(recalibrator.transform, meta=data._meta.astype({'conf': np.float64}))

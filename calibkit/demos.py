@@ -13,8 +13,9 @@ from .outdir import OutputError, check_path, locked, mismatch
 from .report import REPORT_FILES, calibration_report
 
 # %% auto #0
-__all__ = ['DEMOS', 'DEMO_MARKER', 'demo_synthetic', 'demo_twitter_pos', 'demo_coref', 'demo_sparse_tagsets', 'demo_seq2seq',
-           'calibkit_made', 'check_demo_out', 'write_index', 'run_demos']
+__all__ = ['DEMOS', 'DEMO_EXTRAS', 'DEMO_MARKER', 'demo_synthetic', 'demo_twitter_pos', 'demo_coref', 'demo_sparse_tagsets',
+           'demo_seq2seq', 'missing_extra', 'demo_catalogue', 'calibkit_made', 'check_demo_out', 'write_index',
+           'run_demos']
 
 # %% ../nbs/63_demos.ipynb #0b891fa7
 def demo_synthetic(out: Path) -> list[Path]:
@@ -88,6 +89,31 @@ def demo_seq2seq(out: Path) -> list[Path]:
 DEMOS = {'synthetic': demo_synthetic, 'twitter_pos': demo_twitter_pos, 'sparse_tagsets': demo_sparse_tagsets,
          'seq2seq': demo_seq2seq, 'coref': demo_coref}
 
+# %% ../nbs/63_demos.ipynb #c3a9f5d1
+DEMO_EXTRAS = {'twitter_pos': ('crf', ('sklearn_crfsuite',)), 'seq2seq': ('hf', ('torch', 'tokenizers'))}
+
+def missing_extra(name: str  # a study of `DEMOS`
+                  ) -> str | None:
+    "The extra (`crf`, `hf`, ...) study `name` needs and this install lacks, or None when it can run."
+    import importlib.util
+    if name not in DEMOS: raise ValueError(f'unknown demo {name!r}; known: {sorted(DEMOS)}')
+    extra, modules = DEMO_EXTRAS.get(name, (None, ()))
+    return extra if any(importlib.util.find_spec(m) is None for m in modules) else None
+
+# %% ../nbs/63_demos.ipynb #e5c1b7f3
+def demo_catalogue(width: int = 100  # the widest line, in characters (descriptions are wrapped)
+                   ) -> str:
+    "Every study of `DEMOS`: its name, the extra it needs (if any) and its one-line description, as plain text."
+    import textwrap
+    w = max(map(len, DEMOS)) + 2
+    lines = ['studies (--only NAME,...; default: every study this install supports):']
+    for name, fn in DEMOS.items():
+        extra = DEMO_EXTRAS.get(name, (None,))[0]
+        text = fn.__doc__ + (f' [needs calibkit[{extra}]]' if extra else '')
+        body = textwrap.wrap(text, max(width - w - 2, 20), break_on_hyphens=False)
+        lines += [f'  {name.ljust(w)}{body[0]}', *(' ' * (w + 2) + b for b in body[1:])]
+    return '\n'.join(lines)
+
 # %% ../nbs/63_demos.ipynb #f8be9e95
 DEMO_MARKER = '.calibkit-demo.json'
 
@@ -142,11 +168,21 @@ def write_index(out: Path, reports: list[Path]):
         os.replace(tmp, target)
 
 # %% ../nbs/63_demos.ipynb #e0b0b2a9
-def run_demos(out, *, only=None, force: bool = False) -> list[Path]:
-    "Run the demos named in `only` (default: all) into `out`; replace only what calibkit wrote there, and only with `force`."
+def run_demos(out,                # the folder the reports go to (created; see `check_demo_out`)
+              *, only=None,       # names of studies to run (default: every study this install supports)
+              force: bool = False # replace the reports calibkit wrote there before (nothing else)
+              ) -> list[Path]:
+    """Run the demos named in `only` (default: all those whose extras are installed; one warning per skipped study)
+    into `out`; replace only what calibkit wrote there, and only with `force`."""
+    import warnings
     unknown = sorted(set(only or []) - set(DEMOS))
     if unknown: raise ValueError(f'unknown demo(s) {unknown}; known: {sorted(DEMOS)}')
     names = [n for n in DEMOS if only is None or n in only]
+    if only is None:
+        for n in [n for n in names if missing_extra(n)]:
+            warnings.warn(f"skipping the {n} study: it needs calibkit[{missing_extra(n)}] (pip install 'calibkit[{missing_extra(n)}]')",
+                          stacklevel=2)
+            names.remove(n)
     out = check_path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with locked(out):                                  # one demo run per folder at a time

@@ -38,8 +38,15 @@ def _reflected_gauss(v: np.ndarray, sigma: float) -> np.ndarray:
     ext = np.concatenate([v[::-1][:-1], v, v[::-1][1:]])
     return fftconvolve(ext, ker, 'valid')[m // 2: m // 2 + m]
 
-def kernel_smooth(c: np.ndarray, v: np.ndarray, sigma: float, mesh: np.ndarray, *, weights: np.ndarray | None = None,
-                  cache: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+def kernel_smooth(
+    c: np.ndarray,  # positions (confidences), a float array
+    v: np.ndarray,  # values to smooth, one per position
+    sigma: float,  # kernel width (standard deviation of the Gaussian)
+    mesh: np.ndarray,  # points to evaluate at, in [0, 1]
+    *,
+    weights: np.ndarray | None = None,  # weight of each position in the density (default 1)
+    cache: dict | None = None,  # a dict kept between calls on the same `c` (grid sums per grid size)
+) -> tuple[np.ndarray, np.ndarray]:
     """Kernel regression of `v` on `c` at `mesh` with a reflected Gaussian of width `sigma`: (smoothed v, density + 1e-4).
     `weights` (default 1) weight the density; `cache` keeps the grid sums per grid size for repeated calls on the same data."""
     m = _grid_size(sigma)
@@ -51,14 +58,24 @@ def kernel_smooth(c: np.ndarray, v: np.ndarray, sigma: float, mesh: np.ndarray, 
     return num / den, den
 
 # %% ../nbs/04_diagnostics.ipynb #dd796e57
-def smooth_ece_at(c: np.ndarray, r: np.ndarray, sigma: float, cache: dict | None = None) -> float:
+def smooth_ece_at(
+    c: np.ndarray,  # confidences, a float array
+    r: np.ndarray,  # residuals c − y, one per confidence
+    sigma: float,  # kernel width
+    cache: dict | None = None,  # a dict kept between calls on the same `c` (see `kernel_smooth`)
+) -> float:
     "smECE at a fixed bandwidth `sigma` from confidences `c` and residuals `r = c - y` (relplot's `smECE_sigma`)."
     mesh = np.linspace(0, 1, max(round(10 / sigma), 200))
     r, dens = kernel_smooth(c, r, sigma, mesh, cache=cache)
     return float(np.sum(np.abs(r) * dens) / np.sum(dens))
 
 # %% ../nbs/04_diagnostics.ipynb #46292aa4
-def smooth_bandwidth(conf, correct=None, *, eps: float = 0.001) -> float:
+def smooth_bandwidth(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
+    *,
+    eps: float = 0.001,  # smallest bandwidth the bisection returns
+) -> float:
     "The bandwidth σ* with smECE_σ* ≈ σ* (Błasiok & Nakkiran 2023, §4), by relplot's bisection (10 steps, floor `eps`)."
     c, y = as_pairs(conf, correct)
     eps = check_float('eps', eps, 0, 1, lo_open=True)
@@ -76,7 +93,13 @@ def _bandwidth(c, y, eps, cache) -> float:
     return above
 
 # %% ../nbs/04_diagnostics.ipynb #fcde55d5
-def smooth_ece(conf, correct=None, *, sigma: float | None = None, eps: float = 0.001) -> float:
+def smooth_ece(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
+    *,
+    sigma: float | None = None,  # kernel width (default: the automatic bandwidth, `smooth_bandwidth`)
+    eps: float = 0.001,  # smallest automatic bandwidth
+) -> float:
     "Smooth ECE (Błasiok & Nakkiran 2023) at the automatic bandwidth, or at `sigma` if given; equals `relplot.smECE`."
     c, y = as_pairs(conf, correct)
     c, cache = c.astype(np.float64, copy=False), {}
@@ -85,8 +108,16 @@ def smooth_ece(conf, correct=None, *, sigma: float | None = None, eps: float = 0
     return smooth_ece_at(c, c - y, sigma, cache)
 
 # %% ../nbs/04_diagnostics.ipynb #26eb9f1a
-def smooth_curve(conf, correct=None, *, n_points: int = 200, sigma: float | None = None, n_boot: int = 0,
-                 level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+def smooth_curve(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
+    *,
+    n_points: int = 200,  # points of the curve, evenly spaced over [0, 1]
+    sigma: float | None = None,  # kernel width (default: the automatic bandwidth, `smooth_bandwidth`)
+    n_boot: int = 0,  # bootstrap resamples for a `lo`–`hi` band (0: no band)
+    level: float = 0.95,  # level of the band, in (0, 1)
+    seed: int = 0,  # random seed of the bootstrap
+) -> pd.DataFrame:
     "The smoothed reliability curve: columns `conf, acc, density` (+ `lo, hi` when `n_boot` > 0); attrs `sigma`, `smece`."
     c, y = as_pairs(conf, correct)
     n_points, n_boot = check_int('n_points', n_points, 2), check_int('n_boot', n_boot, 0)
@@ -109,10 +140,10 @@ def smooth_curve(conf, correct=None, *, n_points: int = 200, sigma: float | None
 # %% ../nbs/04_diagnostics.ipynb #2b1ad65a
 class CORP(NamedTuple):
     "The CORP decomposition of the mean Brier score: score = miscalibration − discrimination + uncertainty."
-    score: float
-    miscalibration: float
-    discrimination: float
-    uncertainty: float
+    score: float           # the mean Brier score
+    miscalibration: float  # score − score of the PAV-recalibrated confidences (MCB)
+    discrimination: float  # score of the base rate − score of the recalibrated confidences (DSC)
+    uncertainty: float     # score of the base rate, acc (1 − acc) (UNC)
 
 # %% ../nbs/04_diagnostics.ipynb #fa62ef2e
 def _pav(conf, correct):
@@ -120,7 +151,10 @@ def _pav(conf, correct):
     u, cnt, pos = tie_runs(*sort_pairs(*as_pairs(conf, correct)))
     return u, cnt, pos, isotonic_regression(pos / cnt, sample_weight=cnt.astype(np.float64))
 
-def corp(conf, correct=None) -> CORP:
+def corp(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
+) -> CORP:
     "CORP decomposition (Dimitriadis, Gneiting & Jordan 2021) of the mean Brier score; equals `model_diagnostics`' `decompose` with `SquaredError`."
     u, cnt, pos, fit = _pav(conf, correct)
     n, base = cnt.sum(), pos.sum() / cnt.sum()
@@ -129,7 +163,10 @@ def corp(conf, correct=None) -> CORP:
     return CORP(s, s - s_hat, unc - s_hat, unc)
 
 # %% ../nbs/04_diagnostics.ipynb #dad55d19
-def corp_curve(conf, correct=None) -> pd.DataFrame:
+def corp_curve(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
+) -> pd.DataFrame:
     "The CORP reliability diagram (PAV step function) as rows `conf, acc, n`: each block's lowest and highest confidence."
     u, cnt, _, fit = _pav(conf, correct)
     start = np.flatnonzero(np.r_[True, fit[1:] != fit[:-1]])

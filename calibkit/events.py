@@ -15,7 +15,9 @@ __all__ = ['is_dask', 'numeric_array', 'count_true', 'check_int', 'check_float',
            'events_from_scores', 'top_label_events', 'group_map', 'group_ids']
 
 # %% ../nbs/01_events.ipynb #3bca7657
-def is_dask(x) -> bool:
+def is_dask(
+    x,  # any object
+) -> bool:
     "Whether `x` is a dask collection (array, series, events frame); looks in `sys.modules`, so it never imports dask."
     d = sys.modules.get('dask')
     return d is not None and d.is_dask_collection(x)
@@ -33,7 +35,11 @@ def _foreign_array(x):
     if m == 'polars' and hasattr(x, 'to_numpy'): return x.to_numpy()
     return x
 
-def numeric_array(x, name: str, ndim: int = 1) -> np.ndarray:
+def numeric_array(
+    x,  # array-like: numpy, list, pandas, pyarrow, polars or torch
+    name: str,  # the argument's name, for the error message
+    ndim: int = 1,  # the number of dimensions it must have
+) -> np.ndarray:
     "`x` (numpy, list, pandas, pyarrow, polars or torch) as a numeric numpy array of `ndim` dimensions, or a clear error naming `name`."
     if is_dask(x): raise TypeError(f'{name} is a dask collection: this function needs in-memory data (calibkit.dask has the out-of-core metrics)')
     x = _foreign_array(x)
@@ -59,12 +65,20 @@ def numeric_array(x, name: str, ndim: int = 1) -> np.ndarray:
     if a.size == 0: raise ValueError(f'{name} is empty')
     return a
 
-def count_true(mask) -> int:
+def count_true(
+    mask,  # a boolean array
+) -> int:
     "How many entries of `mask` are true (for the counts in error messages)."
     return int(np.count_nonzero(mask))
 
 # %% ../nbs/01_events.ipynb #ca73a3a7
-def check_int(name: str, value, lo: int, hi: int | None = None, why: str = '') -> int:
+def check_int(
+    name: str,  # the argument's name, for the error message
+    value,  # the value to check
+    lo: int,  # smallest allowed value
+    hi: int | None = None,  # largest allowed value (None: no upper bound)
+    why: str = '',  # what the range means, appended to the error message
+) -> int:
     "`value` as an int in [lo, hi] (a float only when integral, such as 1e5), or a ValueError naming `name`, the range and the value (NaN and inf included)."
     ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)) \
         and np.isfinite(value) and int(value) == value and lo <= value and (hi is None or value <= hi)
@@ -73,8 +87,15 @@ def check_int(name: str, value, lo: int, hi: int | None = None, why: str = '') -
         raise ValueError(f'{name} must be an integer {rng}{why}, got {value}')
     return int(value)
 
-def check_float(name: str, value, lo: float | None = None, hi: float | None = None, *,
-                lo_open: bool = False, hi_open: bool = False) -> float:
+def check_float(
+    name: str,  # the argument's name, for the error message
+    value,  # the value to check
+    lo: float | None = None,  # lower end (None: none)
+    hi: float | None = None,  # upper end (None: none)
+    *,
+    lo_open: bool = False,  # exclude `lo` itself
+    hi_open: bool = False,  # exclude `hi` itself
+) -> float:
     "`value` as a finite float in the interval from `lo` to `hi` (ends open when asked), or a ValueError naming `name`."
     if lo is None and hi is None: want = 'a finite number'
     elif hi is None: want = f"a finite number {'>' if lo_open else '>='} {lo}"
@@ -87,19 +108,30 @@ def check_float(name: str, value, lo: float | None = None, hi: float | None = No
     if not ok: raise ValueError(f'{name} must be {want}, got {value!r}')
     return v
 
-def check_choice(name: str, value, choices) -> str:
+def check_choice(
+    name: str,  # the argument's name, for the error message
+    value,  # the value to check
+    choices,  # the allowed values
+) -> str:
     "`value` if it is one of `choices`, else a ValueError naming `name` and the choices."
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f'{name} must be one of {", ".join(map(repr, choices))}; got {value!r}')
     return value
 
-def check_bool(name: str, value) -> bool:
+def check_bool(
+    name: str,  # the argument's name, for the error message
+    value,  # the value to check
+) -> bool:
     "`value` if it is True or False (numpy bools too), else a TypeError naming `name`."
     if not isinstance(value, (bool, np.bool_)): raise TypeError(f'{name} must be True or False, got {value!r}')
     return bool(value)
 
 # %% ../nbs/01_events.ipynb #6df18d67
-def check_conf(conf, name: str = 'conf', ndim: int = 1) -> np.ndarray:
+def check_conf(
+    conf,  # confidences: array-like of numbers in [0, 1]
+    name: str = 'conf',  # the argument's name, for the error message
+    ndim: int = 1,  # the number of dimensions it must have
+) -> np.ndarray:
     "Validate confidences: finite floats in [0, 1]. float32/float64 are kept, other types become float64."
     a = numeric_array(conf, name, ndim)
     if a.dtype == bool: raise TypeError(f'{name} must be probabilities, got booleans')
@@ -116,7 +148,11 @@ def check_conf(conf, name: str = 'conf', ndim: int = 1) -> np.ndarray:
     if lo == 0 and np.signbit(a).any(): a = np.abs(a)   # -0.0 -> 0.0, so bit patterns order like values
     return a
 
-def check_correct(correct, n: int | None = None, name: str = 'correct') -> np.ndarray:
+def check_correct(
+    correct,  # outcomes: array-like of 0/1, bools or 0.0/1.0
+    n: int | None = None,  # the length it must have (None: any)
+    name: str = 'correct',  # the argument's name, for the error message
+) -> np.ndarray:
     "Validate outcomes: values in {0, 1} (bool, int or float), returned as `uint8`; length `n` if given."
     a = numeric_array(correct, name)
     if n is not None and len(a) != n:
@@ -129,7 +165,9 @@ def check_correct(correct, n: int | None = None, name: str = 'correct') -> np.nd
     return a.astype(np.uint8)
 
 # %% ../nbs/01_events.ipynb #d255ecd5
-def as_frame(x) -> pd.DataFrame | None:
+def as_frame(
+    x,  # anything: a pandas, polars or pyarrow table is converted
+) -> pd.DataFrame | None:
     "An events frame given as a pandas, polars or pyarrow table, as pandas (columns copied as numpy arrays); None for anything else."
     if isinstance(x, pd.DataFrame): return x
     m = _module(x)
@@ -138,7 +176,10 @@ def as_frame(x) -> pd.DataFrame | None:
         return pd.DataFrame({c: _foreign_array(x[c]) for c in cols})
     return None
 
-def as_pairs(conf, correct=None) -> tuple[np.ndarray, np.ndarray]:
+def as_pairs(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
+) -> tuple[np.ndarray, np.ndarray]:
     "Validated `(conf, correct)` arrays from two array-likes or from an events frame (pandas, polars, pyarrow) passed as `conf`."
     if is_dask(conf): raise TypeError(f'conf is a dask {type(conf).__name__}: use calibkit.dask (e.g. calibkit.dask.equal_mass_stats) for out-of-core data')
     frame = as_frame(conf)
@@ -151,7 +192,11 @@ def as_pairs(conf, correct=None) -> tuple[np.ndarray, np.ndarray]:
     c = check_conf(conf)
     return c, check_correct(correct, len(c))
 
-def events(conf, correct, **context) -> pd.DataFrame:
+def events(
+    conf,  # confidences in [0, 1]
+    correct,  # outcomes, 1/True = correct
+    **context,  # more columns, one value per event (`item`, `label`, ...)
+) -> pd.DataFrame:
     "An events frame from confidences, outcomes and optional context columns (`item`, `label`, ...)."
     c, y = as_pairs(conf, correct)
     for k, v in context.items():
@@ -159,7 +204,12 @@ def events(conf, correct, **context) -> pd.DataFrame:
     return pd.DataFrame({**context, 'conf': c, 'correct': y})
 
 # %% ../nbs/01_events.ipynb #17090a2b
-def check_gold(gold, n: int, k: int, labels=None) -> np.ndarray:
+def check_gold(
+    gold,  # gold label per row: ids, or names with `labels`
+    n: int,  # the number of rows
+    k: int,  # the number of labels (columns of the score matrix)
+    labels=None,  # the K label names in column order (default: 0..K-1)
+) -> np.ndarray:
     "Validate `n` gold label ids: ints in [0, k), or label names when `labels` (k names) is given; returned as intp."
     if isinstance(gold, (pd.Series, pd.Index)) and isinstance(gold.dtype, pd.api.extensions.ExtensionDtype) \
             and pd.api.types.is_numeric_dtype(gold.dtype):
@@ -179,7 +229,11 @@ def check_gold(gold, n: int, k: int, labels=None) -> np.ndarray:
     if bad.any(): raise ValueError(f'gold: {count_true(bad)} of {n} ids are outside [0, {k})')
     return g.astype(np.intp)
 
-def check_scores(scores, gold, labels=None) -> tuple[np.ndarray, np.ndarray]:
+def check_scores(
+    scores,  # n×K score matrix (probabilities; a frame's columns are the labels)
+    gold,  # the gold label of each row: column ids, or names with `labels`
+    labels=None,  # the K label names in column order (default: 0..K-1)
+) -> tuple[np.ndarray, np.ndarray]:
     "Validate an n×K score matrix and its n gold ids (ints in [0, K), or label names when `labels` is given)."
     s = check_conf(scores, 'scores', ndim=2)
     n, k = s.shape
@@ -187,14 +241,23 @@ def check_scores(scores, gold, labels=None) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f'labels has {len(labels)} names but scores has {k} columns')
     return s, check_gold(gold, n, k, labels)
 
-def label_column(ids: np.ndarray, labels):
+def label_column(
+    ids: np.ndarray,  # label ids (column positions)
+    labels,  # the label names in column order, or None for the ids
+):
     "Label ids as a column: the ids themselves, or a categorical of the names `labels` (one per id)."
     return ids if labels is None else pd.Categorical.from_codes(ids, categories=pd.Index(labels))
 
 def _index_dtype(top: int): return np.int32 if top < 2**31 else np.int64
 
 # %% ../nbs/01_events.ipynb #5ba738da
-def events_from_scores(scores, gold, *, threshold: float | None = None, labels=None) -> pd.DataFrame:
+def events_from_scores(
+    scores,  # n×K score matrix (probabilities; a frame's columns are the labels)
+    gold,  # the gold label of each row: column ids, or names with `labels`
+    *,
+    threshold: float | None = None,  # drop cells with score below this (default: the settings' threshold, 0.01)
+    labels=None,  # the K label names in column order (default: 0..K-1)
+) -> pd.DataFrame:
     "One event per (row, label) cell of an n×K score matrix with score >= `threshold` (default: the settings', 0.01): `item, label, conf, correct`."
     s, g = check_scores(scores, gold, labels)
     threshold = check_float('threshold', default('threshold', threshold), 0, 1)
@@ -215,7 +278,12 @@ def events_from_scores(scores, gold, *, threshold: float | None = None, labels=N
     df.attrs.update(n_cells=n * k, n_dropped=n * k - len(df), threshold=threshold)
     return df
 
-def top_label_events(scores, gold, *, labels=None) -> pd.DataFrame:
+def top_label_events(
+    scores,  # n×K score matrix (probabilities; a frame's columns are the labels)
+    gold,  # the gold label of each row: column ids, or names with `labels`
+    *,
+    labels=None,  # the K label names in column order (default: 0..K-1)
+) -> pd.DataFrame:
     "One event per row: `conf` = the top score, `correct` = [argmax == gold], `label` = the predicted label."
     s, g = check_scores(scores, gold, labels)
     pred = s.argmax(axis=1)
@@ -223,7 +291,9 @@ def top_label_events(scores, gold, *, labels=None) -> pd.DataFrame:
                          'conf': s[np.arange(len(s)), pred], 'correct': (pred == g).view(np.uint8)})
 
 # %% ../nbs/01_events.ipynb #dad4c1fc
-def group_map(groups) -> pd.Series:
+def group_map(
+    groups,  # label -> group: a dict or a Series
+) -> pd.Series:
     "The label → group mapping `groups` (dict or Series) as a non-empty Series, or a TypeError/ValueError naming `groups`."
     if isinstance(groups, pd.Series): mapping = groups
     elif isinstance(groups, Mapping): mapping = pd.Series(dict(groups), dtype=object)
@@ -231,7 +301,12 @@ def group_map(groups) -> pd.Series:
     if mapping.empty: raise ValueError('groups is empty')
     return mapping
 
-def group_ids(labels, groups, *, strict: bool = True) -> tuple[np.ndarray, pd.Index]:
+def group_ids(
+    labels,  # the label of each event
+    groups,  # label -> group: a dict or a Series
+    *,
+    strict: bool = True,  # refuse labels without a group (False: give them id -1)
+) -> tuple[np.ndarray, pd.Index]:
     "Group id of every label (its group's position in the sorted `index` of groups) and that index; labels without a group: a ValueError with counts, or id -1 when not `strict`."
     mapping = group_map(groups)
     try: index = pd.Index(sorted(pd.unique(mapping.to_numpy())))

@@ -19,7 +19,14 @@ __all__ = ['NORMS', 'calib_mse', 'Interval', 'calib_mse_interval', 'ece', 'ece_i
            'gmce', 'MarginalCE', 'marginal_ce', 'top_label_ce', 'Brier', 'brier']
 
 # %% ../nbs/03_metrics.ipynb #b3ae381b
-def calib_mse(conf, correct=None, *, bin_size=None, n_bins=None, debias: bool = False) -> float:
+def calib_mse(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
+    *,
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    debias: bool = False,  # subtract the expected sampling noise of each bin (the thesis' debiased estimate)
+) -> float:
     "CalibMSE = Σ_i |B_i|/N (conf_i − acc_i)² over equal-mass bins (`n_bins` or `bin_size`; default the settings' n_bins), or over a given `BinStats`."
     debias = check_bool('debias', debias)
     return bin_stats(conf, correct, bin_size=bin_size, n_bins=n_bins).sq_error(debias)
@@ -27,9 +34,9 @@ def calib_mse(conf, correct=None, *, bin_size=None, n_bins=None, debias: bool = 
 # %% ../nbs/03_metrics.ipynb #475150eb
 class Interval(NamedTuple):
     "A point estimate with a confidence interval."
-    estimate: float
-    lo: float
-    hi: float
+    estimate: float  # the metric on the data
+    lo: float        # lower end of the interval
+    hi: float        # upper end of the interval
 
 def _check_samples(n_samples, level, seed):
     n_samples, level, seed = default('ci_samples', n_samples), default('ci_level', level), default('seed', seed)
@@ -89,8 +96,18 @@ def _bootstrap_samples(conf, correct, spec: dict, n_samples: int, rng, chunk: in
     return out
 
 # %% ../nbs/03_metrics.ipynb #6822eb84
-def calib_mse_interval(conf, correct=None, *, bin_size=None, n_bins=None, method='normal',
-                       n_samples=None, level=None, seed=None, debias: bool = False) -> Interval:
+def calib_mse_interval(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
+    *,
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    method='normal',  # 'normal' (the thesis' per-bin Normal sampling) or 'bootstrap' (events resampled)
+    n_samples=None,  # resamples for the interval (default: the settings' ci_samples)
+    level=None,  # interval level in (0, 1) (default: the settings' ci_level)
+    seed=None,  # random seed of the resampling (default: the settings' seed)
+    debias: bool = False,  # subtract the expected sampling noise of each bin (the thesis' debiased estimate)
+) -> Interval:
     "CalibMSE with a `level` interval by the thesis' per-bin Normal sampling or the event bootstrap; 'normal' also takes a `BinStats`."
     check_choice('method', method, ('normal', 'bootstrap'))
     debias = check_bool('debias', debias)
@@ -110,13 +127,31 @@ def calib_mse_interval(conf, correct=None, *, bin_size=None, n_bins=None, method
 # %% ../nbs/03_metrics.ipynb #f285d5a2
 NORMS = ('l1', 'l2', 'max')
 
-def ece(conf, correct=None, *, n_bins=None, bin_size=None, norm='l1', binning='equal_mass') -> float:
+def ece(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
+    *,
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+    norm='l1',  # how bin gaps are aggregated: 'l1' (mean), 'l2' (root mean square) or 'max'
+    binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive' (Ding et al. 2020)
+) -> float:
     "Expected calibration error with `norm` l1, l2 or max over `binning` bins ('equal_mass', 'fixed_width', 'adaptive' = Ding et al.), or over a `BinStats`."
     check_choice('norm', norm, NORMS)
     return bin_stats(conf, correct, n_bins=n_bins, bin_size=bin_size, binning=binning).error(norm)
 
-def ece_interval(conf, correct=None, *, n_bins=None, bin_size=None, norm='l1', binning='equal_mass',
-                 n_samples=None, level=None, seed=None) -> Interval:
+def ece_interval(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
+    *,
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+    norm='l1',  # how bin gaps are aggregated: 'l1' (mean), 'l2' (root mean square) or 'max'
+    binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive' (Ding et al. 2020)
+    n_samples=None,  # resamples for the interval (default: the settings' ci_samples)
+    level=None,  # interval level in (0, 1) (default: the settings' ci_level)
+    seed=None,  # random seed of the resampling (default: the settings' seed)
+) -> Interval:
     "ECE with a `level` interval from the thesis' per-bin Normal resampling of bin accuracies."
     check_choice('norm', norm, NORMS)
     n_samples, level, seed = _check_samples(n_samples, level, seed)
@@ -124,12 +159,25 @@ def ece_interval(conf, correct=None, *, n_bins=None, bin_size=None, norm='l1', b
     return _warn_degenerate(st, _normal_interval(st, norm, n_samples, level, np.random.default_rng(seed)), 'ece_interval')
 
 # %% ../nbs/03_metrics.ipynb #3af8bb7f
-def smce(events, *, n_bins=None, bin_size=None) -> float:
+def smce(
+    events,  # marginal events: an events frame with `conf, correct`, or a `BinStats`
+    *,
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+) -> float:
     "Shared marginal calibration error: pooled equal-mass l2 error over marginal events (an events frame or a `BinStats`)."
     return ece(events, n_bins=n_bins, bin_size=bin_size, norm='l2')
 
 # %% ../nbs/03_metrics.ipynb #8d67932b
-def per_group_stats(conf, correct, gid: np.ndarray, n_groups: int, *, n_bins=None, bin_size=None) -> list[BinStats | None]:
+def per_group_stats(
+    conf,  # confidences (a numpy array)
+    correct,  # outcomes (a numpy array, 1 = correct)
+    gid: np.ndarray,  # the group id 0..n_groups−1 of each event
+    n_groups: int,  # number of groups
+    *,
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+) -> list[BinStats | None]:
     "Equal-mass `BinStats` of each group 0..n_groups−1 of events (None for an empty group); a group smaller than the specification gets one event per bin."
     spec = bin_spec(n_bins, bin_size)
     order = np.argsort(gid.astype(np.int32 if n_groups >= 2**15 else np.int16), kind='stable')   # a radix sort by group
@@ -141,7 +189,14 @@ def per_group_stats(conf, correct, gid: np.ndarray, n_groups: int, *, n_bins=Non
         out.append(equal_mass_stats(conf[sl], correct[sl], **k) if len(sl) else None)
     return out
 
-def gmce_table(stats: list, index: pd.Index, n_labels, *, n_bins=None, bin_size=None) -> pd.DataFrame:
+def gmce_table(
+    stats: list,  # `BinStats` (or None for no events) per group, from `per_group_stats`
+    index: pd.Index,  # the group names, in the order of `stats`
+    n_labels,  # labels per group
+    *,
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+) -> pd.DataFrame:
     "The GMCE table (`group, gmce, n_events, n_labels, n_bins`) from per-group `BinStats` (None: no events, left out with a warning)."
     spec = bin_spec(n_bins, bin_size)
     need = next(iter(spec.values()))
@@ -159,7 +214,13 @@ def gmce_table(stats: list, index: pd.Index, n_labels, *, n_bins=None, bin_size=
     return t[~empty].reset_index(drop=True)
 
 # %% ../nbs/03_metrics.ipynb #ca1770a2
-def gmce(events, groups, *, n_bins=None, bin_size=None) -> pd.DataFrame:
+def gmce(
+    events,  # marginal events: an events frame with `conf, correct, label`
+    groups,  # label -> group: a dict, a Series, or a fitted grouper (e.g. `grouper("tfg")`)
+    *,
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+) -> pd.DataFrame:
     "Grouped marginal calibration error: one row per group (`group, gmce, n_events, n_labels, n_bins`); equal-mass bins within each group."
     frame = as_frame(events)
     if frame is None: raise TypeError(f'events must be an events frame (pandas, polars or pyarrow), got {type(events).__name__}')
@@ -173,10 +234,19 @@ def gmce(events, groups, *, n_bins=None, bin_size=None) -> pd.DataFrame:
 # %% ../nbs/03_metrics.ipynb #8a69224b
 class MarginalCE(NamedTuple):
     "Kumar et al.'s marginal calibration error and the per-class table behind it."
-    value: float
+    value: float              # the marginal calibration error (root mean square of the per-class errors)
     per_class: pd.DataFrame   # label, n_events, n_pos, n_bins, ce (l2 error of the class), used
 
-def marginal_ce(scores, gold, *, n_bins=None, bin_size=None, threshold=None, min_events=None, labels=None) -> MarginalCE:
+def marginal_ce(
+    scores,  # n×K score matrix (probabilities; a frame's columns are the labels)
+    gold,  # the gold label of each row: column ids, or names with `labels`
+    *,
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+    threshold=None,  # drop cells with score below this (default: the settings' threshold, 0.01)
+    min_events=None,  # skip classes with fewer events than this (default: one bin's worth)
+    labels=None,  # the K label names in column order (default: 0..K-1)
+) -> MarginalCE:
     "MCE: root-mean-square over classes of each class's equal-mass l2 error; cells below `threshold` (default: the settings', 0.01) dropped, classes below `min_events` skipped."
     spec = bin_spec(n_bins, bin_size)
     min_events = check_int('min_events', next(iter(spec.values())) if min_events is None else min_events, 1)
@@ -198,21 +268,36 @@ def marginal_ce(scores, gold, *, n_bins=None, bin_size=None, threshold=None, min
                       f'skipped (listed in per_class, used=False), e.g. {list(skipped[:5])}')
     return MarginalCE(float(np.sqrt(np.mean(t.ce[t.used] ** 2))), t)
 
-def top_label_ce(scores, gold, *, n_bins=None, bin_size=None, norm='l1', binning='equal_mass') -> float:
+def top_label_ce(
+    scores,  # n×K score matrix (probabilities; a frame's columns are the labels)
+    gold,  # the gold label of each row: column ids, or names with `labels`
+    *,
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+    norm='l1',  # how bin gaps are aggregated: 'l1' (mean), 'l2' (root mean square) or 'max'
+    binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive' (Ding et al. 2020)
+) -> float:
     "Calibration error of the top label: ECE of (max score, [argmax == gold]) events."
     return ece(top_label_events(scores, gold), n_bins=n_bins, bin_size=bin_size, norm=norm, binning=binning)
 
 # %% ../nbs/03_metrics.ipynb #c285e49e
 class Brier(NamedTuple):
     "Brier score = calibration + refinement + within_bin; refinement = uncertainty − resolution."
-    brier: float
-    calibration: float
-    refinement: float
-    within_bin: float
-    resolution: float
-    uncertainty: float
+    brier: float        # the Brier score, mean (conf − correct)²
+    calibration: float  # CalibMSE of the bins: Σ n_b/N (conf_b − acc_b)²
+    refinement: float   # Σ n_b/N acc_b (1 − acc_b)
+    within_bin: float   # what the bins' means leave out: brier − calibration − refinement
+    resolution: float   # Σ n_b/N (acc_b − acc)²
+    uncertainty: float  # acc (1 − acc), the overall accuracy's variance
 
-def brier(conf, correct=None, *, n_bins=None, bin_size=None, binning='equal_mass') -> Brier:
+def brier(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
+    *,
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+    binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive' (Ding et al. 2020)
+) -> Brier:
     "The Brier score and its binned decomposition, from events or from a `BinStats` built with `moments=True`."
     st = bin_stats(conf, correct, n_bins=n_bins, bin_size=bin_size, binning=binning, moments=True)
     w, ne = st.weight, st.n > 0

@@ -11,7 +11,7 @@ import numpy as np, pandas as pd
 import pluggy
 
 # %% auto #0
-__all__ = ['hookspec', 'hookimpl', 'DEFAULT_PLUGINS', 'pm', 'KINDS', 'Hookspecs', 'in_test', 'disabled_plugins',
+__all__ = ['hookspec', 'hookimpl', 'DEFAULT_PLUGINS', 'pm', 'KINDS', 'PLUGIN_COLUMNS', 'Hookspecs', 'in_test', 'disabled_plugins',
            'load_entry_points', 'load_plugins', 'broken_plugins', 'register_plugin', 'unregister_plugin', 'Registered',
            'registry', 'extractor', 'grouper', 'recalibrator', 'PluginError', 'guard', 'plugins']
 
@@ -301,16 +301,25 @@ def guard(kind: str,  # 'extractor', 'grouper' or 'recalibrator'
     return obj
 
 # %% ../nbs/10_plugins.ipynb #5b91ca96
+PLUGIN_COLUMNS = ['kind', 'name', 'description', 'distribution', 'version', 'params', 'reads', 'reads_optional']
+
 def _version(dist: str | None) -> str | None:
     if dist is None: return None
     try: return metadata.version(dist)
     except metadata.PackageNotFoundError: return None
 
+def _reads(cls, attr: str) -> dict | None:
+    "An extractor's `reads` or `reads_optional` (key of its raw output -> what it holds) as a new dict; None for other kinds."
+    keys = getattr(cls, attr, None)
+    return dict(keys) if isinstance(keys, dict) else None
+
 def plugins() -> pd.DataFrame:
-    "Everything registered, one row per class: kind, name, description, distribution, version, params."
-    rows = [(r.kind, r.name, r.cls.description.strip(), r.distribution, _version(r.distribution), _accepted(r.cls))
+    """Everything registered, one row per class: kind, name, description, distribution, version, params, and for an
+    extractor the keys of the raw output it reads (`reads`, `reads_optional`: key -> what it holds)."""
+    rows = [(r.kind, r.name, r.cls.description.strip(), r.distribution, _version(r.distribution), _accepted(r.cls),
+             _reads(r.cls, 'reads'), _reads(r.cls, 'reads_optional'))
             for table in registry().values() for r in sorted(table.values(), key=lambda r: r.name)]
-    return pd.DataFrame(rows, columns=['kind', 'name', 'description', 'distribution', 'version', 'params'], dtype=object)
+    return pd.DataFrame(rows, columns=PLUGIN_COLUMNS, dtype=object)
 
 # %% ../nbs/10_plugins.ipynb #9e41a95d
 class _CallableModule(types.ModuleType):

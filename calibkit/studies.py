@@ -15,13 +15,22 @@ from .metrics import calib_mse, calib_mse_interval
 __all__ = ['DOUBLING_GRID', 'LINEAR_GRID', 'SAMPLE_SIZES', 'true_accuracy', 'synthetic', 'bin_size_study', 'sample_size_study']
 
 # %% ../nbs/41_studies.ipynb #01f867fb
-def true_accuracy(q, k=0.0) -> np.ndarray:
+def true_accuracy(
+    q,  # confidences in [0, 1]
+    k=0.0,  # miscalibration: 0 is calibrated; k > 0 pulls t(q) away from 0.5 by k
+) -> np.ndarray:
     "t(q) = P(y=1 | q) of the synthetic model: q when k = 0, else max(0, q − k) for q ≤ 0.5 and min(1, q + k) above."
     q, k = check_conf(np.atleast_1d(q), 'q'), check_float('k', k, 0, 0.5)
     return np.where(q <= 0.5, np.maximum(0.0, q - k), np.minimum(1.0, q + k))
 
 # %% ../nbs/41_studies.ipynb #5cc7838a
-def synthetic(n, alpha=2.0, beta=2.0, k=0.0, seed=None) -> tuple[np.ndarray, np.ndarray]:
+def synthetic(
+    n,  # number of (confidence, outcome) pairs
+    alpha=2.0,  # Beta(alpha, beta) law of the confidences
+    beta=2.0,  # Beta(alpha, beta) law of the confidences
+    k=0.0,  # miscalibration (see `true_accuracy`)
+    seed=None,  # random seed (default: the settings' seed)
+) -> tuple[np.ndarray, np.ndarray]:
     "`n` synthetic pairs: conf q ~ Beta(alpha, beta), correct y ~ Bernoulli(t(q)) with miscalibration `k`."
     n = check_int('n', n, 1)
     alpha, beta = (check_float(name, v, 0, lo_open=True) for name, v in (('alpha', alpha), ('beta', beta)))
@@ -54,8 +63,15 @@ def _settings(ks, seeds) -> list[tuple[float, int]]:
     return list(product(ks, seeds))
 
 # %% ../nbs/41_studies.ipynb #ae1ea93a
-def bin_size_study(bin_sizes=DOUBLING_GRID, *, n=100_000, ks=(0.0, 0.1), seeds=None, alpha=2.0,
-                   beta=2.0) -> pd.DataFrame:
+def bin_size_study(
+    bin_sizes=DOUBLING_GRID,  # equal-mass bin sizes to try
+    *,
+    n=100_000,  # pairs per sample
+    ks=(0.0, 0.1),  # miscalibrations k to try
+    seeds=None,  # random seeds, one sample each (default: the settings' seed)
+    alpha=2.0,  # Beta(alpha, beta) law of the confidences
+    beta=2.0,  # Beta(alpha, beta) law of the confidences
+) -> pd.DataFrame:
     "CalibMSE of `n` synthetic pairs for every bin size, per k and seed: columns `k, seed, n, bin_size, n_bins, calib_mse`."
     n = check_int('n', n, 1)
     for name, v in (('alpha', alpha), ('beta', beta)): check_float(name, v, 0, lo_open=True)
@@ -66,8 +82,16 @@ def bin_size_study(bin_sizes=DOUBLING_GRID, *, n=100_000, ks=(0.0, 0.1), seeds=N
     return pd.DataFrame(rows, columns=['k', 'seed', 'n', 'bin_size', 'n_bins', 'calib_mse'])
 
 # %% ../nbs/41_studies.ipynb #6966a1b1
-def sample_size_study(sizes=SAMPLE_SIZES, *, ks=(0.0, 0.1), seeds=None, alpha=2.0, beta=2.0, n_samples=None,
-                      level=None) -> pd.DataFrame:
+def sample_size_study(
+    sizes=SAMPLE_SIZES,  # sample sizes n to try
+    *,
+    ks=(0.0, 0.1),  # miscalibrations k to try
+    seeds=None,  # random seeds, one sample each (default: the settings' seed)
+    alpha=2.0,  # Beta(alpha, beta) law of the confidences
+    beta=2.0,  # Beta(alpha, beta) law of the confidences
+    n_samples=None,  # resamples for the interval (default: the settings' ci_samples)
+    level=None,  # interval level in (0, 1) (default: the settings' ci_level)
+) -> pd.DataFrame:
     "CalibMSE with b = ⌊√n⌋ and its interval (thesis' sampling) for every sample size: `k, seed, n, bin_size, calib_mse, lo, hi`."
     for name, v in (('alpha', alpha), ('beta', beta)): check_float(name, v, 0, lo_open=True)
     ns, rows = _ints(sizes, 'sizes', 1), []

@@ -12,6 +12,7 @@ myst-nb + pydata-sphinx-theme with the configuration in docs/conf.py; MathJax is
     python docs/build.py --src DIR        # notebooks from DIR (e.g. executed copies) instead of nbs/
 """
 import argparse, ast, base64, copy, hashlib, json, os, re, shutil, subprocess, sys, time
+from html.parser import HTMLParser
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,8 +23,11 @@ STAGE = ROOT/'build'/'docs-src'
 DOCTREES = ROOT/'build'/'docs-doctrees'
 EXECUTED = ROOT/'build'/'docs-exec'
 MANIFEST = ROOT/'build'/'docs-manifest.json'   # what the last build documented (tests/test_docs.py reads it)
-TUTORIAL_FROM = 90              # notebooks numbered 90 and up are tutorials, the others document modules
-MAX_EXAMPLE_CELLS = 2           # an API entry's example: at most this many code cells after the definition
+HOWTO_FROM = 80                 # notebooks numbered 80-89 are how-to guides,
+TUTORIAL_FROM = 90              # 90 and up tutorials, the others document modules
+README_ONLY = '<!-- readme-only'  # a home-page markdown cell that begins so is in README.md, not on the site
+CONTRIBUTING = ROOT/'CONTRIBUTING.md'
+MAX_EXAMPLE_CELLS = 2           # an API entry's example: at most this many usage cells after the definition (then tests, folded)
 
 DIRECTIVE = re.compile(r'^\s*#\|\s*([\w-]+)\s*:?\s*(.*?)\s*$')
 EDIT_HEADER = re.compile(r'File to edit: (?:\.\./)+nbs/(\S+\.ipynb)')
@@ -68,7 +72,8 @@ def is_hidden(cell) -> bool:
 def kind(nb_path: Path) -> str:
     m = re.match(r'(\d+)_', nb_path.name)
     if nb_path.stem == 'index': return 'home'
-    return 'tutorial' if m and int(m.group(1)) >= TUTORIAL_FROM else 'module'
+    n = int(m.group(1)) if m else 0
+    return 'tutorial' if n >= TUTORIAL_FROM else 'howto' if n >= HOWTO_FROM else 'module'
 
 
 def title_of(nb) -> tuple[str, str]:
@@ -162,6 +167,13 @@ def inline_charts(outputs: list) -> list:
             o = {**o, 'data': {'text/html': inline_svg(svg if isinstance(svg, str) else ''.join(svg))}, 'metadata': {}}
         out.append(o)
     return out
+TEST_LINE = re.compile(r'\s|(test_\w+|assert)\b|[)\]}]')    # an assertion, or a continuation line of one
+
+
+def is_test_cell(cell) -> bool:
+    "A code cell made only of assertions (fastcore `test_*` calls, `assert`): an API entry shows it after the usage, folded."
+    lines = [l for l in strip_directives(src_text(cell)).splitlines() if l.strip() and not l.lstrip().startswith('#')]
+    return bool(lines) and all(TEST_LINE.match(l) for l in lines)
 
 
 def render_cell(cell) -> dict:
@@ -211,8 +223,9 @@ def notebook_pages(nb_path: Path, mods: dict, available: dict) -> tuple[dict, di
                     if is_export(c2) or (c2['cell_type'] == 'markdown' and HEADING.search(src_text(c2))): break
                     if c2['cell_type'] == 'code' and not is_hidden(c2) and strip_directives(src_text(c2)).strip():
                         follow.append(render_cell(c2))
-                    if len(follow) == MAX_EXAMPLE_CELLS: break
-                for n in names: examples[f'{module}.{n}'] = (section_of(cells, i), follow)
+                usage = [c2 for c2 in follow if not is_test_cell(c2)][:MAX_EXAMPLE_CELLS]
+                tests = [c2 for c2 in follow if is_test_cell(c2)][:MAX_EXAMPLE_CELLS - len(usage) or 1]
+                for n in names: examples[f'{module}.{n}'] = (section_of(cells, i), usage, tests)
         out.append(render_cell(c))
         if i == 0 and public and c['cell_type'] == 'markdown':
             out.append(md(f'API reference: {{doc}}`{module} <api/{module}>`', 'ckapimod'))
@@ -240,6 +253,16 @@ def output_rst(out: dict, files: dict) -> str:
     return ''
 
 
+def example_rst(cells: list, files: dict) -> list[str]:
+    "Code cells with their stored outputs, as reStructuredText lines."
+    parts = []
+    for c in cells:
+        parts += ['.. container:: ck-example-input', '', indent('.. code-block:: python\n\n' + indent(src_text(c))), '']
+        outs = [o for o in (output_rst(o, files) for o in c.get('outputs', [])) if o]
+        if outs: parts += ['.. container:: ck-example-output', '', *[indent(o) + '\n' for o in outs]]
+    return parts
+
+
 def ref_text(text: str) -> str:
     "Plain text fit for the title of a reST cross-reference."
     return re.sub(r'[`*<>]', '', text).strip()
@@ -261,14 +284,14 @@ def api_page(module: str, nb_name: str, names: list[str], kinds: dict, values: d
             parts += [f'.. py:data:: {q}', f'   :value: {values[n]}', '']
         else:
             parts += [f'.. auto{what}:: {q}'] + (['   :members:'] if what == 'class' else []) + ['']
-        section, follow = examples.get(q, ('', []))
-        if follow:
+        section, usage, tests = examples.get(q, ('', [], []))
+        if usage or tests:
             where = ref_text(f'{stem} › {section}' if section else stem)
-            parts += [f'**Example** (from :ref:`{where} <{label(q)}>`):', '']
-            for c in follow:
-                parts += ['.. container:: ck-example-input', '', indent('.. code-block:: python\n\n' + indent(src_text(c))), '']
-                outs = [o for o in (output_rst(o, files) for o in c.get('outputs', [])) if o]
-                if outs: parts += ['.. container:: ck-example-output', '', *[indent(o) + '\n' for o in outs]]
+            if usage: parts += [f'**Example** (from :ref:`{where} <{label(q)}>`):', '', *example_rst(usage, files)]
+            if tests:       # the notebook's checks, folded under the usage
+                parts += ['.. raw:: html', '', '   <details class="ck-example-tests"><summary>Tests</summary>', '',
+                          *example_rst(tests, files), '.. raw:: html', '', '   </details>', '']
+                if not usage: parts += [f'(from :ref:`{where} <{label(q)}>`)', '']
         elif q in examples:
             parts += [f'Defined in :ref:`{stem} <{label(q)}>`; the notebook gives no example right after it.', '']
     return '\n'.join(parts) + '\n', files
@@ -331,15 +354,18 @@ def stage(src: Path) -> dict:
     st = Stage(STAGE)
     nbs = sorted(src.glob('*.ipynb'))
     if not any(p.stem == 'index' for p in nbs): sys.exit(f'no index.ipynb in {src}')
-    entries = {'module': [], 'tutorial': []}
+    entries = {'module': [], 'howto': [], 'tutorial': []}
     examples = {}
     for p in nbs:
         nb, ex = notebook_pages(p, mods, available)
         examples.update(ex)
         k = kind(p)
         if k == 'home':
-            nb['cells'].append(md('```{toctree}\n:hidden:\n\nModules <modules>\nTutorials <tutorials>\n'
-                                  'API reference <api/index>\n```', 'cktoc'))
+            nb['cells'] = [c for c in nb['cells']
+                           if not (c['cell_type'] == 'markdown' and src_text(c).lstrip().startswith(README_ONLY))]
+            nb['cells'].append(md('```{toctree}\n:hidden:\n\nTutorials <tutorials>\nHow-to guides <howto>\n'
+                                  'Modules <modules>\nAPI reference <api/index>\nContributing <contributing>\n```',
+                                  'cktoc'))
         else:
             entries[k].append((p.stem, *title_of(nb)))
         st.write_nb(f'{p.stem}.ipynb', nb)
@@ -347,6 +373,9 @@ def stage(src: Path) -> dict:
                                         'its functions with the equations they compute, then shows them at work.',
                                         entries['module']))
     st.write('tutorials.md', section_page('Tutorials', 'End-to-end studies on real, bundled data.', entries['tutorial']))
+    st.write('howto.md', section_page('How-to guides', 'Short recipes for one task each, executed like every notebook.',
+                                      entries['howto']))
+    st.write('contributing.md', CONTRIBUTING.read_text(encoding='utf-8'))
     api_entries = []
     for m in sorted(available):
         nb_name, names = mods[m]
@@ -364,6 +393,50 @@ def stage(src: Path) -> dict:
     write_font_css()
     return dict(notebooks=len(nbs), modules=len(available), names=sum(len(mods[m][1]) for m in available),
                 skipped=sorted(skipped))
+
+
+# ---- search text -------------------------------------------------------------------------------------------
+class _PageText(HTMLParser):
+    """The readable text of a built page's article (no scripts, styles, charts or header-link symbols), and where in
+    it each API entry (`dt`) and section starts."""
+    SKIP = {'script', 'style', 'svg', 'math', 'mjx-container'}
+    ANCHORED = {'dt', 'section'}
+
+    def __init__(self):
+        super().__init__()
+        self.depth, self.skip, self.parts, self.size, self.anchors = 0, 0, [], 0, {}
+
+    def handle_starttag(self, tag, attrs):
+        if tag == 'article': self.depth += 1
+        elif self.depth and (tag in self.SKIP or self.skip or ('class', 'headerlink') in attrs): self.skip += 1
+        elif self.depth and tag in self.ANCHORED and dict(attrs).get('id'): self.anchors[dict(attrs)['id']] = self.size
+
+    def handle_endtag(self, tag):
+        if tag == 'article': self.depth -= 1
+        elif self.skip: self.skip -= 1
+
+    def handle_startendtag(self, tag, attrs): pass
+
+    def handle_data(self, data):
+        words = ' '.join(data.split())
+        if self.depth and not self.skip and words:
+            self.parts.append(words + ' ')
+            self.size += len(words) + 1
+
+
+def write_search_text(out: Path) -> int:
+    """`_static/ck-search-text.js`: every page's text and its anchors' offsets, for the summaries under search results
+    (docs/_static/ck-search.js); returns the number of pages."""
+    texts = {}
+    for page in sorted(out.rglob('*.html')):
+        rel = page.relative_to(out).with_suffix('').as_posix()
+        if rel in ('search', 'genindex', 'py-modindex') or rel.startswith('_'): continue
+        parser = _PageText()
+        parser.feed(page.read_text(encoding='utf-8'))
+        texts[rel] = [''.join(parser.parts), parser.anchors]
+    body = 'window.CK_SEARCH_TEXT = ' + json.dumps(texts, ensure_ascii=False, sort_keys=True) + ';\n'
+    (out/'_static'/docs_conf.SEARCH_TEXT).write_text(body, encoding='utf-8')
+    return len(texts)
 
 
 # ---- executing copies ----------------------------------------------------------------------------------
@@ -414,6 +487,7 @@ def main(argv=None):
                      str(STAGE), str(out)])
     if not had_scratch: shutil.rmtree(scratch, ignore_errors=True)
     if rc: sys.exit(f'sphinx failed (exit {rc})')
+    write_search_text(out)
     pages = len(list(out.rglob('*.html')))
     MANIFEST.write_text(json.dumps(dict(counts, pages=pages), indent=1) + '\n')
     n_warn = len([l for l in warnings.read_text().splitlines() if 'WARNING' in l or 'ERROR' in l])

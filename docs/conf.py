@@ -54,8 +54,10 @@ html_css_files = [FONT_CSS, 'calibkit.css']
 html_last_updated_fmt = None
 html_show_sourcelink = False
 html_copy_source = False
-# search results without summaries: those are fetched from each page, which a browser refuses under file://
+# Sphinx's own search summaries are fetched from each page, which a browser refuses under file://: the search page
+# shows them from ck-search-text.js instead (the text of every page, written by docs/build.py; ck-search.js)
 html_show_search_summary = False
+SEARCH_TEXT = 'ck-search-text.js'
 # an explicit colour mode: without one the theme logs 'invalid theme mode' as a console error on a first visit
 html_context = {'default_mode': 'light'}
 html_theme_options = {
@@ -101,10 +103,28 @@ def markdown_to_rst(text: str) -> str:
     return '\n'.join(line(l) for l in text.split('\n'))
 
 
+def _parameters(obj) -> list[str]:
+    "A reST field list of `obj`'s docments: the comment nbdev reads after each parameter in its signature."
+    from fastcore.docments import docments
+    try: docs = docments(obj, args_kwargs=True)
+    except (TypeError, ValueError, OSError, SyntaxError): return []      # no Python source to read
+    fields = [f':param {p}: {markdown_to_rst(d)}' for p, d in docs.items() if d and p not in ('return', 'self', 'cls')]
+    if docs.get('return'): fields.append(f':returns: {markdown_to_rst(docs["return"])}')
+    return ['', *fields] if fields else []
+
+
 def _markdown_docstring(app, what, name, obj, options, lines):
     lines[:] = markdown_to_rst('\n'.join(lines)).split('\n')
+    if what in ('function', 'class', 'method'): lines += _parameters(obj)
+
+
+def _search_page_scripts(app, pagename, templatename, context, doctree):
+    if pagename == 'search':
+        app.add_js_file(SEARCH_TEXT)
+        app.add_js_file('ck-search.js')
 
 
 def setup(app):
     app.connect('autodoc-process-docstring', _markdown_docstring)
+    app.connect('html-page-context', _search_page_scripts)
     app.connect('config-inited', _offline_mathjax, priority=900)

@@ -391,7 +391,11 @@ def test_frames_from_other_libraries_name_missing_columns():
         calib_mse(pl.DataFrame({'conf': [.1, .2]}), n_bins=1)
 
 def test_bootstrap_shows_progress_unless_quiet(monkeypatch, capsys):
+    import sys
     monkeypatch.setenv('CALIBKIT_QUIET', '0')
+    calib_mse_interval(np.linspace(.05, .95, 40), np.arange(40) % 3 == 0, n_bins=2, n_samples=20, method='bootstrap')
+    assert capsys.readouterr().err == '', 'a progress bar on a stderr that is not a terminal'
+    monkeypatch.setattr(sys.stderr, 'isatty', lambda: True)        # a terminal
     calib_mse_interval(np.linspace(.05, .95, 40), np.arange(40) % 3 == 0, n_bins=2, n_samples=20, method='bootstrap')
     assert 'bootstrap' in capsys.readouterr().err
     monkeypatch.setenv('CALIBKIT_QUIET', '1')

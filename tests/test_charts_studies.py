@@ -198,6 +198,15 @@ def test_save_chart_writes_both_files_and_overwrites(tmp_path, data):
     assert 'below the diagonal' in spec.read_text()
 
 
+def test_save_chart_png_is_the_svg_at_twice_its_size_and_html_opens_offline(tmp_path, data):
+    import re, struct
+    svg, png, html = save_chart(reliability(*data), tmp_path/'rel', formats=['svg', 'png', 'html'])
+    w, h = (float(re.search(rf'<svg[^>]*\b{k}="([\d.]+)"', svg.read_text()).group(1)) for k in ('width', 'height'))
+    assert struct.unpack('>II', png.read_bytes()[16:24]) == (round(2 * w), round(2 * h))
+    page = html.read_text()
+    assert svg.read_text() in page and '@font-face' in page and 'http' not in page.replace('http://www.w3.org', '')
+
+
 SCRIPT = """
 import numpy as np
 from calibkit.charts import reliability, reliability_grid, save_chart

@@ -1,5 +1,5 @@
 "The `calibkit` command: formats in, files out, one-line errors, safety of inputs, and the report in a real browser."
-import hashlib, json, subprocess, sys
+import hashlib, json, re, subprocess, sys
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
 
@@ -152,3 +152,38 @@ def test_report_from_calibration_metric_logits(tmp_path, suffix):
     (tmp_path/'bad.logits').write_text('{"top_logits": [[0.5, 0.5]], "labels": [1]}\n')
     r = calibkit('report', tmp_path/'bad.logits', '--out', tmp_path/'r2')
     assert r.returncode == 65 and "lacks key(s) ['top_logit_idxs']" in r.stderr and 'Traceback' not in r.stderr
+
+
+# ---- self-documentation (issue 24) ---------------------------------------------------------------------
+@pytest.mark.parametrize('columns', ['60', '100', '200'])
+def test_plugins_listing_wraps_never_cuts_and_names_extractor_keys(columns):
+    "Every parameter of every plugin, its description and an extractor's input keys, at any width."
+    import os, re
+    r = subprocess.run([EXE, 'plugins'], capture_output=True, text=True, env={**os.environ, 'COLUMNS': columns})
+    assert r.returncode == 0 and '…' not in r.stdout
+    if int(columns) >= 100: assert max(map(len, r.stdout.splitlines())) <= int(columns)
+    words = r.stdout.split()
+    rows = json.loads(subprocess.run([EXE, 'plugins', '--json'], capture_output=True, text=True).stdout)
+    for row in rows:
+        for piece in row['params'].split() + row['description'].split():
+            assert piece in words, (row['name'], piece)
+    softmax = next(x for x in rows if x['name'] == 'softmax')
+    assert list(softmax['reads']) == ['scores', 'gold'] and 'labels' in softmax['reads_optional']
+    assert re.search(r'\n +reads: scores, gold; optional: labels', r.stdout)
+
+
+def test_demo_help_lists_the_studies():
+    r = subprocess.run([EXE, 'demo', '--help'], capture_output=True, text=True)
+    for study in ('synthetic', 'twitter_pos', 'sparse_tagsets', 'seq2seq', 'coref'):
+        assert re.search(rf'^  {study} +\S', r.stdout, re.M), study
+    assert '[needs calibkit[crf]]' in r.stdout and '[needs calibkit[hf]]' in r.stdout
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(data, tmp_path):
+    "Without --quiet or $CALIBKIT_QUIET, a run whose stderr goes to a file writes no bar (no carriage return)."
+    import os
+    env = {k: v for k, v in os.environ.items() if k != 'CALIBKIT_QUIET'}
+    r = subprocess.run([EXE, 'report', str(data/'test.csv'), '--out', str(tmp_path/'r'), '--n-samples', '20'],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert '\r' not in r.stderr and '%|' not in r.stderr, r.stderr

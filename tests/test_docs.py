@@ -22,7 +22,7 @@ import build as docs_build  # noqa: E402
 def inputs():
     "Everything the site is made of."
     return [*(ROOT/'nbs').glob('*.ipynb'), *(ROOT/'calibkit').rglob('*.py'), *(ROOT/'docs').rglob('*.py'),
-            *(ROOT/'docs'/'_static').glob('*')]
+            *(ROOT/'docs'/'_static').glob('*'), ROOT/'CONTRIBUTING.md']
 
 
 @pytest.fixture(scope='session')
@@ -52,10 +52,14 @@ def test_one_page_per_notebook_and_sections(site):
     for nb in (ROOT/'nbs').glob('*.ipynb'):
         assert (site/f'{nb.stem}.html').exists(), nb.name
     nav = (site/'index.html').read_text()
-    for page in ('modules.html', 'tutorials.html', 'api/index.html'):
+    for page in ('modules.html', 'tutorials.html', 'howto.html', 'contributing.html', 'api/index.html'):
         assert f'href="{page}"' in nav, f'home page does not link to {page}'
+    assert 'apt-get' not in nav and 'tasks.py test' not in nav, 'developer commands belong on the Contributing page'
+    assert 'apt-get' in (site/'contributing.html').read_text()
+    howto = (site/'howto.html').read_text()
+    for nb in (ROOT/'nbs').glob('8[0-9]_*.ipynb'): assert f'href="{nb.stem}.html"' in howto, nb.name
     modules = (site/'modules.html').read_text()
-    numbered = sorted(p.stem for p in (ROOT/'nbs').glob('[0-8]*.ipynb'))
+    numbered = sorted(p.stem for p in (ROOT/'nbs').glob('[0-7]*.ipynb'))
     positions = [modules.index(f'href="{s}.html"') for s in numbered]
     assert positions == sorted(positions), 'module pages are not in notebook order'
 
@@ -245,3 +249,124 @@ def test_report_chart_text_is_whole_and_readable(site, chrome, tmp_path):
     n, problems = checked(chrome)
     assert n == len(report.charts) >= 4
     assert problems == [], '\n'.join(problems[:40])
+# ---- the namespace -------------------------------------------------------------------------------------------
+def test_top_level_namespace_is_calibkit_public_api():
+    "`dir(calibkit)` lists calibkit's names only: no helper module it imported (sys, types, ...), no private name."
+    import subprocess
+    code = ('import calibkit as ck, json, types; names = dir(ck); '
+            'print(json.dumps([names, [n for n in ("sys", "types", "os", "np", "pd", "importlib") if hasattr(ck, n)]]))')
+    names, leaked = json.loads(subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout)
+    assert leaked == [], f'calibkit.{leaked[0]} leaks into the package namespace'
+    import calibkit
+    public = set(calibkit._LAZY) | calibkit._SUBMODULES | {'settings', '__version__'}
+    assert set(names) == public, sorted(set(names) ^ public)
+    assert {'calib_mse', 'ece', 'calibration_report', 'multiclass', 'diagnostics', 'TemperatureScaling'} <= set(names)
+
+
+# ---- search -------------------------------------------------------------------------------------------------
+def search_text(site) -> dict:
+    "page -> [its text, {anchor: offset}], as the search page reads it."
+    body = (site/'_static'/'ck-search-text.js').read_text(encoding='utf-8')
+    return json.loads(body.removeprefix('window.CK_SEARCH_TEXT = ').rstrip().removesuffix(';'))
+
+
+def test_search_text_covers_every_page_and_api_entry(site):
+    "The search page's summaries come from a text index of every page (no fetch: the site works from file://)."
+    texts = search_text(site)
+    pages = {p.relative_to(site).with_suffix('').as_posix() for p in site.rglob('*.html')
+             if not p.relative_to(site).as_posix().startswith('_')} - {'search', 'genindex', 'py-modindex'}
+    assert set(texts) == pages
+    text, anchors = texts['api/calibkit.metrics']
+    assert text[anchors['calibkit.metrics.ece']:].startswith('ece (')
+    assert 'Expected calibration error' in text[anchors['calibkit.metrics.ece']:][:400]
+    assert len(texts['40_charts'][0]) < len((site/'40_charts.html').read_text()) / 4, 'chart markup in the text index'
+    search = (site/'search.html').read_text()
+    assert 'ck-search-text.js' in search and 'ck-search.js' in search
+    assert 'ck-search-text.js' not in (site/'index.html').read_text(), 'the text index loads with the search page only'
+
+
+def search(chrome, site, query):
+    "[(href, text of the result)] in the order the site's search ranks them, once every summary is in."
+    hits, errors, requests = visit(chrome, (site/'search.html').as_uri() + '?q=' + query,
+                                   "(() => { const done = document.querySelector('#search-results .search-summary');"
+                                   "  const li = [...document.querySelectorAll('#search-results li')];"
+                                   "  return done && /\\d/.test(done.textContent) && li.length && li.every(l => l.dataset.ckSummary) &&"
+                                   "    li.map(l => [l.querySelector('a').getAttribute('href'), l.innerText]); })()")
+    assert errors == [] and offsite(requests) == []
+    return hits
+
+
+@pytest.mark.parametrize('query, first', [('ece', 'api/calibkit.metrics.html#calibkit.metrics.ece'),
+                                          ('calib_mse', 'api/calibkit.metrics.html#calibkit.metrics.calib_mse'),
+                                          ('TemperatureScaling', 'api/calibkit.multiclass.html#calibkit.multiclass.TemperatureScaling')])
+def test_search_finds_a_function_by_its_name_first_with_matching_text(site, chrome, query, first):
+    hits = search(chrome, site, query)
+    assert hits and hits[0][0] == first, [h for h, _ in hits[:5]]
+    summaries = [t.split('\n', 1)[1] if '\n' in t else '' for _, t in hits]
+    assert all(query.lower() in s.lower() for s in summaries[:5]), summaries[:5]
+
+
+# ---- docments --------------------------------------------------------------------------------------------
+# modules whose every public parameter is documented nbdev's way (a comment after it in the signature); the
+# others are listed by `undocumented` (add a module here once it has none)
+DOCUMENTED = ['calibkit.config', 'calibkit.events', 'calibkit.metrics', 'calibkit.diagnostics', 'calibkit.studies',
+              'calibkit.dask']
+
+
+def undocumented(module: str) -> list[str]:
+    "`name(param, ...)` for every public function or class of `module` with a parameter (or field) lacking a docment."
+    import importlib, inspect
+    from fastcore.docments import docments
+    mod = importlib.import_module(module)
+    out = []
+    for name in mod.__all__:
+        obj = getattr(mod, name)
+        if not callable(obj) or getattr(obj, '__module__', None) != module: continue
+        if inspect.isclass(obj) and hasattr(obj, '_fields'):         # a NamedTuple: a comment after each field
+            said = set(re.findall(r'^\s+(\w+)\s*:[^#\n]*#\s*\S', inspect.getsource(obj), re.M))
+            missing = [f for f in obj._fields if f not in said]
+        else:
+            if inspect.isclass(obj) and '__init__' not in vars(obj): continue      # parameters of a base class
+            params = [p for p in inspect.signature(obj).parameters if p not in ('self', 'cls')]
+            docs = docments(obj, args_kwargs=True)
+            missing = [p for p in params if not docs.get(p)]
+        if missing: out.append(f'{name}({", ".join(missing)})')
+    return out
+
+
+@pytest.mark.parametrize('module', DOCUMENTED)
+def test_every_public_parameter_is_documented(module):
+    if module == 'calibkit.dask': pytest.importorskip('dask')
+    assert undocumented(module) == [], f'{module}: parameters without a docment'
+
+
+def test_undocumented_finds_a_parameter_without_a_comment(tmp_path, monkeypatch):
+    (tmp_path/'ck_docments_probe.py').write_text(
+        "from typing import NamedTuple\n__all__ = ['f', 'P']\n"
+        "def f(a,  # the first\n      b=1):\n    return a\n"
+        "class P(NamedTuple):\n    x: float  # said\n    y: float\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert undocumented('ck_docments_probe') == ['f(b)', 'P(y)']
+
+
+def test_api_entries_list_their_parameters(site):
+    "The API reference renders each parameter's docment (the comment after it in the signature)."
+    page = (site/'api'/'calibkit.metrics.html').read_text()
+    entry = page[page.index('id="calibkit.metrics.ece"'):]
+    entry = re.sub(r'<[^>]+>', '', entry[:entry.index('id="calibkit.metrics.', 30)])
+    assert 'Parameters' in entry and 'number of equal-mass bins' in entry and "'l1' (mean)" in entry.replace('&#39;', "'").replace('‘', "'").replace('’', "'")
+
+
+def test_api_examples_show_usage_first_and_fold_the_tests(site):
+    code = lambda text: {'cell_type': 'code', 'source': text}
+    assert docs_build.is_test_cell(code("test_eq(f(1),\n        2)\nassert g()  # fine\n"))
+    assert not docs_build.is_test_cell(code("test_eq(f(1), 2)\nf(3)"))
+    assert not docs_build.is_test_cell(code("#| hide\nx = f(1)"))
+    page = (site/'api'/'calibkit.metrics.html').read_text()
+    entry = page[page.index('id="calibkit.metrics.ece"'):]
+    entry = entry[:entry.index('id="calibkit.metrics.', 30)]
+    example = entry[entry.index('<strong>Example</strong>'):]
+    first = re.sub(r'<[^>]+>', '', example[example.index('<pre>'):example.index('</pre>')]).strip()
+    assert not first.startswith(('test_', 'assert')), first[:80]
+    assert '<details class="ck-example-tests"><summary>Tests</summary>' in entry
+    assert entry.index('<strong>Example</strong>') < entry.index('ck-example-tests')

@@ -78,7 +78,7 @@ def test_register_recalibrators_hook():
 
 def test_builtins_are_listed_with_their_distribution():
     t = calibkit.plugins()
-    assert list(t.columns) == ['kind', 'name', 'description', 'distribution', 'version', 'params']
+    assert list(t.columns) == ['kind', 'name', 'description', 'distribution', 'version', 'params', 'reads', 'reads_optional']
     assert {r.plugin for table in P.registry().values() for r in table.values()} == {'calibkit.default_plugins'}
     mine = t[t.kind.isin(['grouper', 'recalibrator'])]
     assert sorted(mine.name) == ['beta', 'by_subtag', 'histogram', 'isotonic', 'per_class', 'platt', 'scaling_binning', 'scaling_binning_kls', 'shared', 'tfg']

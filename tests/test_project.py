@@ -79,11 +79,25 @@ def test_readme_quick_start_blocks_run_on_their_own(tmp_path, monkeypatch):
 
 
 def test_readme_says_what_the_commands_do():
+    "The README is for users and points contributors to CONTRIBUTING.md, which says what the two commands do."
     text = (ROOT/'README.md').read_text()
-    for needed in ("installs Debian's `chromium`", '.venv/apt.log', '.venv/setup.log', 'python3 tasks.py docs', '`_docs/`',
-                   'Sphinx with myst-nb', 'Quarto', 'calibkit/data/', 'python3 tasks.py notebooks', '| `parquet` |', '| `studies` |'):
+    for needed in ('CONTRIBUTING.md', 'calibkit/data/', '| `parquet` |', '| `studies` |', 'calibkit.multiclass',
+                   'calibkit.diagnostics', '## Where to go next'):
         assert needed in text, needed
     assert 'data/README.md' not in text.replace('calibkit/data/README.md', '')
+    assert 'apt-get' not in text and 'chromium' not in text.lower(), 'setup notes belong in CONTRIBUTING.md'
+    contributing = (ROOT/'CONTRIBUTING.md').read_text()
+    for needed in ("installs Debian's `chromium`", '.venv/apt.log', '.venv/setup.log', 'python3 tasks.py docs', '`_docs/`',
+                   'Sphinx with myst-nb', 'Quarto', 'python3 tasks.py notebooks', 'python3 tasks.py demo', 'python3 tasks.py test'):
+        assert needed in contributing, needed
+
+
+def test_no_paragraph_appears_twice():
+    "Neither the README nor the Contributing page repeats a paragraph (of more than one line)."
+    for name in ('README.md', 'CONTRIBUTING.md'):
+        paras = [p.strip() for p in (ROOT/name).read_text().split('\n\n') if p.strip().count('\n') >= 1]
+        dups = {p[:60] for p in paras if paras.count(p) > 1}
+        assert not dups, f'{name} repeats {sorted(dups)}'
 
 
 def test_torch_pin_is_a_development_constraint_not_package_metadata():
