@@ -12,8 +12,8 @@ from .events import as_pairs, numeric_array
 from .binning import sort_pairs, tie_runs
 
 # %% auto #0
-__all__ = ['COVERAGES', 'Ranking', 'ranking', 'risk_coverage', 'check_coverage', 'expected_errors', 'selective_risk', 'aurc',
-           'e_aurc', 'augrc', 'auroc', 'prr', 'selective_summary']
+__all__ = ['COVERAGES', 'Ranking', 'ranking', 'risk_coverage', 'expected_errors', 'selective_risk', 'aurc', 'e_aurc', 'augrc',
+           'auroc', 'prr', 'selective_summary']
 
 # %% ../nbs/06_selective.ipynb #a27301ee
 class Ranking(NamedTuple):
@@ -51,7 +51,7 @@ def risk_coverage(
                          'oracle_risk': np.maximum(0, r.K - n_correct) / r.K})
 
 # %% ../nbs/06_selective.ipynb #1b8e5452
-def check_coverage(values, name: str) -> np.ndarray:
+def _coverage(values, name: str) -> np.ndarray:
     "Coverages (a number or array-like) as a float64 array in (0, 1], or a ValueError naming `name`."
     cov = numeric_array(np.atleast_1d(values), name).astype(np.float64)
     bad = ~((cov > 0) & (cov <= 1))
@@ -80,7 +80,7 @@ def selective_risk(
     coverage=0.9,   # share(s) of events to accept, in (0, 1]: a number or an array
 ):
     "The expected error rate among the ⌈coverage·n⌉ most confident events (ties in random order)."
-    cov = check_coverage(coverage, 'coverage')
+    cov = _coverage(coverage, 'coverage')
     r = ranking(conf, correct)
     risk = _risk_at(r, cov)
     return float(risk[0]) if np.ndim(coverage) == 0 else risk
@@ -163,7 +163,7 @@ def selective_summary(
 ) -> pd.Series:
     "AURC, E-AURC, AUGRC, AUROC, PRR and the selective risk at `coverages`, from one sort."
     r = ranking(conf, correct)
-    cov = check_coverage(coverages, 'coverages')
+    cov = _coverage(coverages, 'coverages')
     out = {'aurc': _aurc(r), 'e_aurc': _aurc(r) - _oracle_aurc(r), 'augrc': _augrc(r)}
     try:
         a = _auroc(r)

@@ -19,13 +19,13 @@ __all__ = ['CALIBRATED', 'RESAMPLE_BATCH', 'Significance', 'spiegelhalter_test',
 # %% ../nbs/05_significance.ipynb #fcf636a3
 class Significance(NamedTuple):
     "The outcome of a calibration test: its statistic, its p-value, and the null hypothesis it tests."
-    statistic: float
-    p_value: float
-    null: str
+    statistic: float    # the test statistic (the larger its magnitude, the stronger the evidence of miscalibration)
+    p_value: float      # P(a statistic at least this extreme | the null hypothesis)
+    null: str           # the null hypothesis, in words
 
 CALIBRATED = 'the confidences are calibrated: each event is correct with probability equal to its confidence'
 
-# %% ../nbs/05_significance.ipynb #cb0451b9
+# %% ../nbs/05_significance.ipynb #b3fb4e5d
 def spiegelhalter_test(
     conf,                             # confidences in [0, 1], or an events frame with columns `conf` and `correct`
     correct=None,                     # outcomes 0/1 (None when `conf` is an events frame)
@@ -44,7 +44,7 @@ def spiegelhalter_test(
     z = float(wsum(ys - p, w) / np.sqrt(var))
     return Significance(z, float(2 * ndtr(-abs(z)) if alternative == 'two-sided' else ndtr(-z)), CALIBRATED)
 
-# %% ../nbs/05_significance.ipynb #281d96b9
+# %% ../nbs/05_significance.ipynb #947b4112
 def _cumulative(c: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     "Distinct confidences (ascending), the share k/n of events up to each, C at each (after C_0 = 0), and σ."
     cs, ys = sort_pairs(c, y)
@@ -63,7 +63,7 @@ def cumulative_differences(
     df.attrs['scale'] = sigma
     return df
 
-# %% ../nbs/05_significance.ipynb #8a021df3
+# %% ../nbs/05_significance.ipynb #0aa0b000
 def brownian_max_abs_sf(
     x: float,   # a threshold, in units of the path's scale σ
 ) -> float:
@@ -89,7 +89,7 @@ def brownian_range_sf(
     h = np.arange(30) + 0.5
     return float(1 - np.sum((8 / (x * x) + 2 / (h * h * np.pi ** 2)) * np.exp(-2 * h * h * np.pi ** 2 / (x * x))))
 
-# %% ../nbs/05_significance.ipynb #2137b3f8
+# %% ../nbs/05_significance.ipynb #bc528f6f
 def _ecce_path(conf, correct) -> tuple[np.ndarray, float]:
     "C_0..C at each distinct confidence and σ, or a ValueError when σ = 0."
     _, _, path, sigma = _cumulative(*as_pairs(conf, correct))
@@ -116,7 +116,7 @@ def ecce_r_test(
     x = float(np.ptp(path)) / sigma
     return Significance(x, brownian_range_sf(x), CALIBRATED)
 
-# %% ../nbs/05_significance.ipynb #a89abaff
+# %% ../nbs/05_significance.ipynb #419b15db
 RESAMPLE_BATCH = 1 << 22   # uniform draws per batch of resamples (32 MB of float64)
 
 def bernoulli_bin_sums(
@@ -145,7 +145,7 @@ def debiased_sq_gaps(
     noise = np.divide(acc * (1 - acc), n - 1, out=np.zeros(acc.shape), where=n > 1)
     return wsum((conf - acc) ** 2 - noise, n / n.sum())
 
-# %% ../nbs/05_significance.ipynb #4dac1f50
+# %% ../nbs/05_significance.ipynb #ac708667
 def calib_mse_test(
     conf,                   # confidences in [0, 1], or an events frame with columns `conf` and `correct`
     correct=None,           # outcomes 0/1 (None when `conf` is an events frame)
@@ -165,7 +165,7 @@ def calib_mse_test(
     ts = debiased_sq_gaps(st.n, st.conf, bernoulli_bin_sums(np.sort(c), st.n, n_samples, rng))
     return Significance(t, (1 + count_true(ts >= t)) / (1 + n_samples), CALIBRATED)
 
-# %% ../nbs/05_significance.ipynb #2be2f5b4
+# %% ../nbs/05_significance.ipynb #18415587
 def consistency_bands(
     conf,                   # confidences in [0, 1], or an events frame with columns `conf` and `correct`
     correct=None,           # outcomes 0/1 (None when `conf` is an events frame)
