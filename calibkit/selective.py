@@ -86,15 +86,21 @@ def selective_risk(
     return float(risk[0]) if np.ndim(coverage) == 0 else risk
 
 # %% ../nbs/06_selective.ipynb #007bfd2d
-def _harmonic(k: np.ndarray) -> np.ndarray:
+def _harmonic(k) -> np.ndarray:
     "H_k − γ = ψ(k + 1): harmonic numbers up to a constant, which cancels in differences."
-    return digamma(k + 1)
+    return digamma(np.asarray(k) + 1)
+
+def _harmonic_steps(r: Ranking) -> np.ndarray:
+    "H_{K_j} − H_{K_{j−1}} per run: 1/K_j for a single event (exact, and no digamma), ψ differences for ties."
+    out = 1 / r.K
+    tied = np.flatnonzero(r.m > 1)
+    out[tied] = _harmonic(r.K[tied]) - _harmonic(r.K[tied] - r.m[tied])
+    return out
 
 def _aurc(r: Ranking) -> float:
     b = r.e / r.m
-    before = r.K - r.m
-    a = r.E - r.e - before * b
-    return float(np.sum(a * (_harmonic(r.K) - _harmonic(before)) + b * r.m) / r.n)
+    a = r.E - r.e - (r.K - r.m) * b
+    return float(np.sum(a * _harmonic_steps(r) + b * r.m) / r.n)
 
 def _oracle_aurc(r: Ranking) -> float:
     n_correct = r.n - r.errors
@@ -164,7 +170,8 @@ def selective_summary(
     "AURC, E-AURC, AUGRC, AUROC, PRR and the selective risk at `coverages`, from one sort."
     r = ranking(conf, correct)
     cov = _coverage(coverages, 'coverages')
-    out = {'aurc': _aurc(r), 'e_aurc': _aurc(r) - _oracle_aurc(r), 'augrc': _augrc(r)}
+    area = _aurc(r)
+    out = {'aurc': area, 'e_aurc': area - _oracle_aurc(r), 'augrc': _augrc(r)}
     try:
         a = _auroc(r)
         out |= {'auroc': a, 'prr': 2 * a - 1}
