@@ -141,3 +141,29 @@ def test_ranking_counts():
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+EDGE = {
+    'all correct': (np.linspace(.3, 1, 20), np.ones(20)),
+    'all wrong': (np.linspace(0, .7, 20), np.zeros(20)),
+    'all correct at 1': (np.ones(20), np.ones(20)),
+    'single event': (np.array([.4]), np.array([1])),
+    'constant conf': (np.full(20, .35), np.arange(20) % 3 == 0),
+    'constant conf float32': (np.full(20, .35, np.float32), np.arange(20) % 2 == 0),
+}
+
+
+@pytest.mark.parametrize('case', EDGE)
+def test_edge_data_gives_finite_values_or_says_why_not(case):
+    c, y = EDGE[case]
+    one_class = y.all() or not y.any()
+    vals = [aurc(c, y), e_aurc(c, y), augrc(c, y), *risk_coverage(c, y).to_numpy().ravel(), selective_risk(c, y)]
+    assert np.isfinite(vals).all()
+    if one_class:
+        for f in (auroc, prr):
+            with pytest.raises(ValueError, match='need both correct and wrong events'):
+                f(c, y)
+        with pytest.warns(UserWarning, match='reported as NaN'):
+            assert np.isnan(selective_summary(c, y)[['auroc', 'prr']]).all()
+    else:
+        assert np.isfinite(selective_summary(c, y)).all()

@@ -166,3 +166,30 @@ def test_consistency_bands_leave_empty_bins_without_band():
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+EDGE = {
+    'all correct': (np.linspace(.3, 1, 20), np.ones(20)),
+    'all wrong': (np.linspace(0, .7, 20), np.zeros(20)),
+    'all correct at 1': (np.ones(20), np.ones(20)),
+    'all wrong at 0': (np.zeros(20), np.zeros(20)),
+    'single event': (np.array([.4]), np.array([1])),
+    'constant conf': (np.full(20, .35), np.arange(20) % 3 == 0),
+    'constant conf float32': (np.full(20, .35, np.float32), np.arange(20) % 2 == 0),
+}
+
+
+@pytest.mark.parametrize('case', EDGE)
+def test_edge_data_gives_finite_values_or_says_why_not(case):
+    c, y = EDGE[case]
+    nb = min(10, len(c))
+    r = calib_mse_test(c, y, n_bins=nb, n_samples=20)
+    b = consistency_bands(c, y, n_bins=nb, n_samples=20)
+    assert np.isfinite([*r[:2], *b.band_lo, *b.band_hi]).all() and 0 < r.p_value <= 1
+    degenerate = case in ('all correct at 1', 'all wrong at 0')      # every confidence 0 or 1: no null variance
+    for f in (spiegelhalter_test, ecce_mad_test, ecce_r_test):
+        if degenerate:
+            with pytest.raises(ValueError, match='undefined'):
+                f(c, y)
+        else:
+            assert np.isfinite(f(c, y)[:2]).all()
