@@ -85,7 +85,7 @@ def selective_risk(
     risk = _risk_at(r, cov)
     return float(risk[0]) if np.ndim(coverage) == 0 else risk
 
-# %% ../nbs/06_selective.ipynb #007bfd2d
+# %% ../nbs/06_selective.ipynb #c4671195
 def _harmonic(k) -> np.ndarray:
     "H_k − γ = ψ(k + 1): harmonic numbers up to a constant, which cancels in differences."
     return digamma(np.asarray(k) + 1)

@@ -16,7 +16,7 @@ __all__ = ['CALIBRATED', 'RESAMPLE_BATCH', 'Significance', 'spiegelhalter_test',
            'brownian_range_sf', 'ecce_mad_test', 'ecce_r_test', 'bernoulli_bin_sums', 'debiased_sq_gaps',
            'calib_mse_test', 'consistency_bands']
 
-# %% ../nbs/05_significance.ipynb #fcf636a3
+# %% ../nbs/05_significance.ipynb #22af7634
 class Significance(NamedTuple):
     "The outcome of a calibration test: its statistic, its p-value, and the null hypothesis it tests."
     statistic: float    # the test statistic (the larger its magnitude, the stronger the evidence of miscalibration)
