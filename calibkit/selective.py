@@ -8,7 +8,7 @@ import warnings
 from typing import NamedTuple
 import numpy as np, pandas as pd
 from scipy.special import digamma
-from .events import as_pairs, numeric_array
+from .events import as_pairs, check_int, numeric_array
 from .binning import sort_pairs, tie_runs
 
 # %% auto #0
@@ -41,14 +41,20 @@ def ranking(
 
 # %% ../nbs/06_selective.ipynb #0dacb5f8
 def risk_coverage(
-    conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
-    correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
+    conf,             # confidences in [0, 1], or an events frame with columns `conf` and `correct`
+    correct=None,     # outcomes 0/1 (None when `conf` is an events frame)
+    *,
+    max_points=None,  # keep at most this many points, spread evenly in coverage (for charts); None keeps all
 ) -> pd.DataFrame:
     "The risk–coverage curve: per distinct confidence (descending) `conf, coverage, risk, gen_risk, oracle_risk`."
     r = ranking(conf, correct)
-    n_correct = r.n - r.errors
-    return pd.DataFrame({'conf': r.conf, 'coverage': r.K / r.n, 'risk': r.E / r.K, 'gen_risk': r.E / r.n,
-                         'oracle_risk': np.maximum(0, r.K - n_correct) / r.K})
+    j = slice(None)
+    if max_points is not None:
+        k = check_int('max_points', max_points, 2)
+        j = np.unique(np.searchsorted(r.K, np.ceil(np.arange(1, k + 1) * r.n / k)))   # first run reaching i/k of n
+    K, E = r.K[j], r.E[j]
+    return pd.DataFrame({'conf': r.conf[j], 'coverage': K / r.n, 'risk': E / K, 'gen_risk': E / r.n,
+                         'oracle_risk': np.maximum(0, K - (r.n - r.errors)) / K})
 
 # %% ../nbs/06_selective.ipynb #1b8e5452
 def _coverage(values, name: str) -> np.ndarray:

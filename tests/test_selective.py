@@ -167,3 +167,20 @@ def test_edge_data_gives_finite_values_or_says_why_not(case):
             assert np.isnan(selective_summary(c, y)[['auroc', 'prr']]).all()
     else:
         assert np.isfinite(selective_summary(c, y)).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(tied, st.integers(2, 40))
+def test_thinned_curve_keeps_exact_points_evenly_in_coverage(rows, k):
+    q, y = np.array([r[0] for r in rows]), np.array([r[1] for r in rows], dtype=np.uint8)
+    full, thin = risk_coverage(q, y), risk_coverage(q, y, max_points=k)
+    assert len(thin) <= k and thin.coverage.iloc[-1] == 1.0 and thin.coverage.is_monotonic_increasing
+    pd.testing.assert_frame_equal(thin, full[full.conf.isin(thin.conf)].reset_index(drop=True))
+    for i in range(1, k + 1):          # every level i/k is reached by a kept point no later than by the full curve
+        first = full.coverage[full.coverage >= np.ceil(i * len(q) / k) / len(q) - 1e-12].iloc[0]
+        assert first in set(thin.coverage)
+
+
+def test_max_points_is_validated():
+    with pytest.raises(ValueError, match='max_points must be an integer'):
+        risk_coverage([0.2, 0.4], [1, 0], max_points=1)
