@@ -14,7 +14,10 @@ from .config import settings
 _CORE = {'events': ['events', 'events_from_scores', 'top_label_events', 'as_pairs'],
          'binning': ['equal_mass_bins', 'fixed_width_bins', 'bin_stats', 'BinStats'],
          'metrics': ['calib_mse', 'calib_mse_interval', 'ece', 'ece_interval', 'smce', 'gmce', 'marginal_ce',
-                     'top_label_ce', 'brier', 'Interval']}
+                     'top_label_ce', 'brier', 'Interval'],
+         'significance': ['spiegelhalter_test', 'ecce_mad_test', 'ecce_r_test', 'calib_mse_test', 'consistency_bands',
+                          'cumulative_differences', 'Significance'],
+         'selective': ['risk_coverage', 'selective_risk', 'aurc', 'e_aurc', 'augrc', 'auroc', 'prr', 'selective_summary']}
 _LAZY = {name: (module, name) for module, names in _CORE.items() for name in names} | {
     'extractor': ('plugins', 'extractor'), 'grouper': ('plugins', 'grouper'), 'recalibrator': ('plugins', 'recalibrator'),
     'Grouped': ('recalibrators', 'Grouped'),
@@ -32,7 +35,8 @@ _LAZY = {name: (module, name) for module, names in _CORE.items() for name in nam
     'TemperatureScaling': ('multiclass', 'TemperatureScaling'), 'VectorScaling': ('multiclass', 'VectorScaling'),
 }
 _SUBMODULES = {'config', 'binning', 'metrics', 'plugins', 'charts', 'studies', 'report', 'recalibrators', 'groupers', 'extractors', 'models',
-               'datasets', 'sparse', 'inputs', 'cli', 'demos', 'dask', 'diagnostics', 'multiclass'}
+               'datasets', 'sparse', 'inputs', 'cli', 'demos', 'dask', 'diagnostics', 'multiclass', 'significance',
+               'selective'}
 
 
 def __getattr__(name):

@@ -10,6 +10,7 @@ import numpy as np, pandas as pd, pytest
 from calibkit.events import events, events_from_scores, top_label_events
 from calibkit.binning import equal_mass_bins, fixed_width_bins
 from calibkit.metrics import brier, calib_mse, calib_mse_interval, ece, ece_interval, gmce, marginal_ce, smce, top_label_ce
+from calibkit import selective, significance
 
 C = [.1, .2, .3, .4, .5, .6]                      # N = 6 valid pairs
 Y = [0, 1, 0, 1, 1, 0]
@@ -32,6 +33,14 @@ PAIR_FNS = {
     'ece': lambda c, y: ece(c, y, n_bins=2),
     'ece-fixed_width': lambda c, y: ece(c, y, n_bins=4, binning='fixed_width'),
     'brier': lambda c, y: brier(c, y, n_bins=2),
+    'spiegelhalter_test': lambda c, y: significance.spiegelhalter_test(c, y),
+    'ecce_mad_test': lambda c, y: significance.ecce_mad_test(c, y),
+    'ecce_r_test': lambda c, y: significance.ecce_r_test(c, y),
+    'cumulative_differences': lambda c, y: significance.cumulative_differences(c, y),
+    'calib_mse_test': lambda c, y: significance.calib_mse_test(c, y, n_bins=2, n_samples=10),
+    'consistency_bands': lambda c, y: significance.consistency_bands(c, y, n_bins=2, n_samples=10),
+    **{f: (lambda f: lambda c, y: getattr(selective, f)(c, y))(f)
+       for f in ('risk_coverage', 'aurc', 'e_aurc', 'augrc', 'auroc', 'prr', 'selective_risk', 'selective_summary')},
 }
 FRAME_FNS = {
     'smce': lambda c, y: smce(frame(c, y), n_bins=2),
