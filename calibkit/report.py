@@ -4,7 +4,7 @@
 
 # %% ../nbs/60_report.ipynb #cbd2f64f
 from __future__ import annotations
-import html, inspect, json, warnings
+import html, inspect, json, re, warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
