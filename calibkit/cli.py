@@ -168,18 +168,6 @@ def _check_inputs(args) -> None:
             try: check_file(p)
             except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
 
-def _check_chartable(args, ev) -> None:
-    "per_class over more labels than its charts can hold is refused before anything is computed (65)."
-    if args.grouper != 'per_class' or 'label' not in ev.columns: return
-    import numpy as np
-    from calibkit.charts import MAX_ROWS
-    n = ev['label'].value_counts().to_numpy()
-    per = -(-n // args.bin_size) if args.bin_size else np.minimum(n, default('n_bins', args.n_bins))
-    if per.sum() > MAX_ROWS:
-        raise CLIError(EX_DATAERR, f'--grouper per_class: {len(n)} labels need about {per.sum()} bins in the per-class '
-                                   f'charts, more than a chart holds ({MAX_ROWS}); group rare labels (--grouper tfg '
-                                   '--n-groups K) or use fewer bins')
-
 def _out(args):
     "The claim on the report's output folder (`calibkit.outdir.claim`), or a null context with --json and no --out."
     if args.json and not args.out: return contextlib.nullcontext()
@@ -214,7 +202,6 @@ def cmd_report(args) -> int:
     _check_inputs(args)
     steps = progress(total=3, desc='calibkit report', unit='step')
     ev, fit, counts = _read_all(args, xt)
-    _check_chartable(args, ev)
     steps.update()
     with _out(args) as out:                            # claimed until written: another run on it is refused (73)
         with failing_as(EX_DATAERR):                   # a plugin's failure is a PluginError: main exits 70 naming it

@@ -73,14 +73,6 @@ def test_demo_only_bogus_is_a_usage_error_listing_the_names(tmp_path):
     assert msg.startswith('--only: unknown demo(s) bogus; known: synthetic') and not (tmp_path/'d').exists()
 
 
-def test_per_class_over_too_many_labels_is_refused_before_computing(tmp_path):
-    p = tmp_path/'many.csv'
-    n = 12_000
-    pd.DataFrame(dict(conf=np.linspace(0, 1, n), correct=np.arange(n) % 2, label=np.arange(n) // 2)).to_csv(p, index=False)
-    msg = one_line(calibkit('report', p, '--grouper', 'per_class', '--out', tmp_path/'r'), 65)
-    assert msg.startswith('--grouper per_class: 6000 labels need about 12000 bins') and not (tmp_path/'r').exists()
-
-
 def test_threshold_leaving_nothing_names_the_file(data, tmp_path):
     "E2: not 'conf is empty'."
     assert one_line(calibkit('report', data/'test.csv', '--json', '--threshold', '0.9999'), 65) == \

@@ -221,8 +221,11 @@ def test_chart_text_is_whole_and_readable_on_every_page(site, chrome):
         nb = ROOT/'nbs'/html.with_suffix('.ipynb').name
         if html.parent == site and nb.exists() and n != svg_outputs(nb):
             problems.append(f'{page}: {n} inline charts, but {nb.name} shows {svg_outputs(nb)}')
-        if n and not chrome.execute_script("return document.fonts.check('10px \"Calibkit Sans\"') && "
-                                           "[...document.fonts].some(f => f.family.replace(/\"/g, '') === 'Calibkit Sans' && f.status === 'loaded')"):
+        # a big page may still be loading the face when the check runs: wait for that load (it fails without @font-face)
+        if n and not chrome.execute_async_script(
+                "const done = arguments[arguments.length - 1]; document.fonts.load('10px \"Calibkit Sans\"').then("
+                "() => done([...document.fonts].some(f => f.family.replace(/\"/g, '') === 'Calibkit Sans' && "
+                "f.status === 'loaded')), () => done(false));"):
             problems.append(f'{page}: calibkit\'s font is not loaded')
     assert shown > 20, f'only {shown} charts on the whole site'
     per_chart = {}                                  # one line per chart: its first problem and how many more
