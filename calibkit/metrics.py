@@ -15,8 +15,8 @@ from .binning import (BinStats, aggregate_gaps, bin_spec, bin_starts, bin_stats,
                               stats_from_sorted, wsum, z_value)
 
 # %% auto #0
-__all__ = ['NORMS', 'calib_mse', 'Interval', 'calib_mse_interval', 'ece', 'ece_interval', 'smce', 'per_group_stats', 'gmce_table',
-           'gmce', 'MarginalCE', 'marginal_ce', 'top_label_ce', 'Brier', 'brier']
+__all__ = ['DRAWS_AT_ONCE', 'NORMS', 'calib_mse', 'Interval', 'calib_mse_interval', 'ece', 'ece_interval', 'smce',
+           'per_group_stats', 'gmce_table', 'gmce', 'MarginalCE', 'marginal_ce', 'top_label_ce', 'Brier', 'brier']
 
 # %% ../nbs/03_metrics.ipynb #b3ae381b
 def calib_mse(
@@ -61,10 +61,14 @@ def _normal_gaps(st: BinStats, n_samples: int, rng) -> np.ndarray:
     se = np.sqrt(acc * (1 - acc) / st.n)
     return np.abs(st.conf - (acc + se * rng.standard_normal((n_samples, len(acc)))))
 
+DRAWS_AT_ONCE = 1 << 22   # resampled bin values held at once (32 MB of float64): memory does not grow with n_samples
+
 def _normal_interval(st: BinStats, norm: str, n_samples: int, level: float, rng, debias: bool = False) -> Interval:
     "Point estimate from the bins; interval = mean ± z·sd of the metric under per-bin Normal resampling (debias: estimate ± z·sd)."
     st = st.nonempty()                                 # empty bins carry no weight and have no accuracy to resample
-    vals = aggregate_gaps(_normal_gaps(st, n_samples, rng), st.weight, norm)
+    step = max(1, DRAWS_AT_ONCE // len(st.n))          # resamples per step; one stream, so the draws do not depend on it
+    vals = np.concatenate([aggregate_gaps(_normal_gaps(st, min(step, n_samples - s), rng), st.weight, norm)
+                           for s in range(0, n_samples, step)])
     h = z_value(level) * vals.std(ddof=1)
     if debias:
         est = st.sq_error(debias=True)

@@ -68,3 +68,19 @@ def test_bootstrap_and_normal_intervals_agree_in_scale(k):
     assert a.estimate == pytest.approx(b.estimate, rel=1e-12)
     assert 0.67 <= (a.hi - a.lo) / (b.hi - b.lo) <= 1.5
     assert max(a.lo, b.lo) < min(a.hi, b.hi)
+
+
+def test_normal_interval_memory_does_not_grow_with_n_samples():
+    "50,000 resamples of 2,000 bins are 10^8 values (800 MB at once); drawn in steps, the peak stays near DRAWS_AT_ONCE."
+    import tracemalloc
+    from calibkit.metrics import DRAWS_AT_ONCE, ece_interval
+    rng = np.random.default_rng(0)
+    q = rng.random(4000)
+    y = rng.random(4000) < q
+    tracemalloc.start()
+    try:
+        iv = ece_interval(q, y, bin_size=2, n_samples=50_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally: tracemalloc.stop()
+    assert 0 < iv.lo < iv.hi < 1
+    assert peak < 6 * 8 * DRAWS_AT_ONCE, f'{peak / 2**20:.0f} MB at the peak'
