@@ -49,8 +49,15 @@ document.fonts.ready.then(() => { [...document.querySelectorAll('svg.marks')].fo
 """
 
 
+def loaded(driver, timeout: float = 30) -> None:
+    "Wait until the open page has loaded: chromedriver's get() can return while a big page is still being parsed."
+    from selenium.webdriver.support.ui import WebDriverWait
+    WebDriverWait(driver, timeout).until(lambda d: d.execute_script('return document.readyState') == 'complete')
+
+
 def chart_text_problems(driver) -> list[str]:
-    "What is wrong with the chart text of the page open in `driver` (see CHART_TEXT_JS), once its fonts are loaded."
+    "What is wrong with the chart text of the page open in `driver` (see CHART_TEXT_JS), once it and its fonts are loaded."
+    loaded(driver)
     return driver.execute_async_script(CHART_TEXT_JS, MIN_TEXT_PX, TEXT_SLACK)
 
 
@@ -76,6 +83,7 @@ def open_page(html: Path, screenshot: Path | None = None) -> dict:
     driver = webdriver.Chrome(service=Service(shutil.which('chromedriver')), options=opts)
     try:
         driver.get(Path(html).resolve().as_uri())
+        loaded(driver)
         sizes = driver.execute_script(
             "return [...document.querySelectorAll('svg')].map(s => {const r = s.getBoundingClientRect();"
             " return [r.width, r.height, getComputedStyle(s).visibility];})")

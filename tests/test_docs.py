@@ -204,6 +204,7 @@ def svg_outputs(nb: Path) -> int:
 def checked(driver, timeout: float = 30) -> tuple[int, list[str]]:
     "How many charts the open page shows inline, and what is wrong with their text (browser.chart_text_problems)."
     driver.set_script_timeout(timeout)
+    browser.loaded(driver, timeout)
     return driver.execute_script("return document.querySelectorAll('svg.marks').length"), browser.chart_text_problems(driver)
 
 
@@ -246,6 +247,7 @@ def test_report_chart_text_is_whole_and_readable(site, chrome, tmp_path):
     page = tmp_path/'report.html'
     page.write_text(report.to_html(), encoding='utf-8')
     chrome.get((site/'40_charts.html').as_uri())
+    browser.loaded(chrome)
     width = chrome.execute_script("return document.querySelector('.ck-chart').getBoundingClientRect().width")
     chrome.get(page.as_uri())
     chrome.execute_script(f"document.body.style.maxWidth = '{width}px'")
