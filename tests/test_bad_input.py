@@ -229,15 +229,7 @@ def test_n_samples_below_two(method, n_samples):
 
 # --- no NaN on edge data -------------------------------------------------------------------------------
 
-EDGE = {
-    'all correct': (np.linspace(.3, 1, 20), np.ones(20)),
-    'all wrong': (np.linspace(0, .7, 20), np.zeros(20)),
-    'all correct at 1': (np.ones(20), np.ones(20)),
-    'all wrong at 0': (np.zeros(20), np.zeros(20)),
-    'single event': (np.array([.4]), np.array([1])),
-    'constant conf': (np.full(20, .35), np.arange(20) % 3 == 0),
-    'constant conf float32': (np.full(20, .35, np.float32), np.arange(20) % 2 == 0),
-}
+from edge import EDGE  # noqa: E402
 
 def edge_metrics(c, y):
     "Every metric on (c, y), with bin counts that are valid for any N >= 1."

@@ -143,14 +143,7 @@ def test_bad_input(call, exc, match):
         call()
 
 
-EDGE = {
-    'all correct': (np.linspace(.3, 1, 20), np.ones(20)),
-    'all wrong': (np.linspace(0, .7, 20), np.zeros(20)),
-    'all correct at 1': (np.ones(20), np.ones(20)),
-    'single event': (np.array([.4]), np.array([1])),
-    'constant conf': (np.full(20, .35), np.arange(20) % 3 == 0),
-    'constant conf float32': (np.full(20, .35, np.float32), np.arange(20) % 2 == 0),
-}
+from edge import EDGE  # noqa: E402
 
 
 @pytest.mark.parametrize('case', EDGE)
