@@ -119,7 +119,7 @@ def make_recalibrator(recalibrator, params=None):
 # %% ../nbs/60_report.ipynb #54112e4d
 def recalibrated(ev, fit, grouper, recalibrator):
     "The events with conf replaced by the `recalibrator` fitted on `fit` (one per group under a `grouper`)."
-    if fit is None: raise ValueError('recalibrating needs fit events (--fit): recalibrators are fitted on held-out data, '
+    if fit is None: raise ValueError('recalibrating needs fit events (the `fit` argument): recalibrators are fitted on held-out data, '
                                      'never on the events they are judged on')
     if grouper is None: return recalibrator.fit(fit).transform(ev)
     from calibkit.recalibrators import Grouped
