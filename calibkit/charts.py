@@ -148,7 +148,10 @@ _CONF_CLIP = 1e-6
 AT_ACCURACY = 'accuracy in bin'
 AT_EDGE = 'accuracy 0 or 1, drawn at the axis edge'
 
-def _logit(p) -> np.ndarray: return np.log(p) - np.log1p(-p)
+def _logit(p) -> np.ndarray:
+    # rounded to 1e-9: numpy's `log` differs by an ulp between processors (its AVX-512 and AVX2 kernels), and
+    # that ulp would reach the SVG's coordinates; rounded, every machine draws the same chart
+    return np.round(np.log(p) - np.log1p(-p), 9)
 
 def _ticks(lo: float, hi: float, px: int) -> list[float]:
     "Log-odds positions of the probability ticks in [lo, hi], by priority, none nearer than `_TICK_PX` px to another."
