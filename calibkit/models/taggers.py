@@ -26,7 +26,9 @@ _CASES = ('lower', 'cap', 'upper', 'mixed')
 WORD_CLASSES = ('@mention', '#hashtag', 'url', 'emoticon', 'number', 'punct') + tuple(
     f'{c}-{s}' for c in _CASES for s in _SUFFIXES + ('none',))
 
-def word_class(w: str) -> str:
+def word_class(
+    w: str,  # a word
+) -> str:  # one of `WORD_CLASSES`
     "The coarse class of a word (one of `WORD_CLASSES`): Twitter cue, number, punctuation, or case + suffix."
     if len(w) > 1 and w[0] == '@': return '@mention'
     if len(w) > 1 and w[0] == '#': return '#hashtag'
@@ -40,7 +42,9 @@ def word_class(w: str) -> str:
     lw = w.lower()
     return f'{case}-{next((s for s in _SUFFIXES if lw.endswith(s) and len(lw) > len(s)), "none")}'
 
-def word_shape(w: str) -> str:
+def word_shape(
+    w: str,  # a word
+) -> str:  # its shape, e.g. 'Xx'
     "Upper- and lowercase letters and digits mapped to X, x, d, runs collapsed: 'Hello' → 'Xx', 'ABC123' → 'Xd', '@bob' → '@x'."
     s = ''.join('X' if c.isupper() else 'x' if c.islower() else 'd' if c.isdigit() else c for c in w)
     return re.sub(r'(.)\1+', r'\1', s)
@@ -48,7 +52,10 @@ def word_shape(w: str) -> str:
 # %% ../../nbs/12_models_taggers.ipynb #5be4b353
 FEATURE_SETS = ('basic', 'advanced')
 
-def token_features(sent: list[str], features: str = 'advanced') -> list[dict]:
+def token_features(
+    sent: list[str],  # a sentence: its words
+    features: str = 'advanced',  # 'basic' (word, bias) or 'advanced' (one of `FEATURE_SETS`)
+) -> list[dict]:  # one {feature: value} dict per token
     "One feature dict per token of `sent`: `basic` (word, bias) or `advanced` (window, shape, length, affixes, Twitter cues)."
     if features not in FEATURE_SETS: raise ValueError(f'features must be one of {FEATURE_SETS}, got {features!r}')
     out = [{'bias': 1.0, 'w': w} for w in sent]
@@ -97,9 +104,9 @@ def _split(m: np.ndarray, sents) -> list[np.ndarray]:
 class Potentials(NamedTuple):
     "Scores of a linear-chain model, in `crf_marginals`' argument order: `crf_marginals(*potentials)`."
     emissions: list       # one (T, K) array per sentence
-    transitions: np.ndarray
-    start: np.ndarray | None = None
-    end: np.ndarray | None = None
+    transitions: np.ndarray          # (K, K) transition scores, row = previous tag
+    start: np.ndarray | None = None  # K scores of starting a sentence with each tag (None: 0)
+    end: np.ndarray | None = None    # K scores of ending a sentence with each tag (None: 0)
 
 class Tagger:
     "Shared behaviour: validation, posterior decoding and token accuracy; subclasses define `fit` and `marginals`."
@@ -135,9 +142,13 @@ class Tagger:
 _CLASS_INDEX = pd.Index(WORD_CLASSES)
 
 class HMMTagger(Tagger):
-    "First-order HMM: add-k smoothed maximum likelihood; unknown words emitted as their word class (learnt from hapaxes)."
+    """First-order HMM (Rabiner 1989): add-k smoothed maximum likelihood; unknown words emitted as their word class
+    (learnt from hapaxes)."""
 
-    def __init__(self, k_emit: float = 0.01, k_trans: float = 0.1):
+    def __init__(self,
+                 k_emit: float = 0.01,  # add-k smoothing of the emission counts, > 0
+                 k_trans: float = 0.1,  # add-k smoothing of the start, transition and end counts, > 0
+                ):
         for name, v in (('k_emit', k_emit), ('k_trans', k_trans)):
             if not (isinstance(v, (int, float)) and v > 0): raise ValueError(f'{name} must be a positive number, got {v!r}')
         self.k_emit, self.k_trans = k_emit, k_trans
@@ -190,8 +201,11 @@ class HMMTagger(Tagger):
 # %% ../../nbs/12_models_taggers.ipynb #5afba7af
 _FEATURE = np.dtype([('type', '<u4'), ('src', '<u4'), ('dst', '<u4'), ('weight', '<f8')])
 
-def crfsuite_weights(crf, labels) -> tuple[pd.Index, sparse.csr_matrix, np.ndarray]:
-    "Exact weights of a trained sklearn-crfsuite CRF: attribute names, state weights (A × K) and transitions (K × K), columns in `labels` order."
+def crfsuite_weights(
+    crf,  # a trained `sklearn_crfsuite.CRF` (its model file is read)
+    labels,  # the model's tags, in the column order wanted
+) -> tuple[pd.Index, sparse.csr_matrix, np.ndarray]:  # attribute names, state weights (A × K), transitions (K × K)
+    "Exact weights of a trained sklearn-crfsuite CRF, columns in `labels` order."
     buf = Path(crf.modelfile.name).read_bytes()
     magic, _, mtype, _, _, n_labels, n_attrs, off = struct.unpack_from('<4sI4s5I', buf)
     chunk, size, n = struct.unpack_from('<4sII', buf, off)
@@ -214,9 +228,15 @@ def crfsuite_weights(crf, labels) -> tuple[pd.Index, sparse.csr_matrix, np.ndarr
     return pd.Index(names), state, trans
 
 class CRFTagger(Tagger):
-    "Linear-chain CRF trained by crfsuite (L-BFGS, L2) on `basic` (word) or `advanced` (window, shape, affixes, Twitter cues) features."
+    """Linear-chain CRF (Lafferty, McCallum & Pereira 2001) trained by crfsuite (L-BFGS, L2) on `basic` (word) or
+    `advanced` (window, shape, affixes, Twitter cues) features."""
 
-    def __init__(self, features: str = 'basic', c2: float = 0.1, max_iterations: int = 100, c1: float = 0.0):
+    def __init__(self,
+                 features: str = 'basic',  # 'basic' or 'advanced' (see `token_features`)
+                 c2: float = 0.1,  # L2 penalty, >= 0
+                 max_iterations: int = 100,  # L-BFGS iterations at most
+                 c1: float = 0.0,  # L1 penalty, >= 0
+                ):
         if features not in FEATURE_SETS: raise ValueError(f'features must be one of {FEATURE_SETS}, got {features!r}')
         if not (c1 >= 0 and c2 >= 0): raise ValueError(f'c1 and c2 must be >= 0, got c1={c1}, c2={c2}')
         check_int('max_iterations', max_iterations, 1)
@@ -261,7 +281,12 @@ class CRFTagger(Tagger):
 class SoftmaxTagger(Tagger):
     "Multinomial logistic regression on each token's window features (scikit-learn): a softmax tagger, no transitions."
 
-    def __init__(self, C: float = 1.0, max_iter: int = 100, tol: float = 1e-3, seed: int | None = None):
+    def __init__(self,
+                 C: float = 1.0,  # inverse strength of the L2 penalty, > 0 (scikit-learn's `C`)
+                 max_iter: int = 100,  # passes of the SAGA solver at most
+                 tol: float = 1e-3,  # the solver's stopping tolerance
+                 seed: int | None = None,  # random seed of the solver (default: the settings' seed)
+                ):
         if not C > 0: raise ValueError(f'C must be > 0, got {C}')
         self.C, self.max_iter, self.tol, self.seed = C, max_iter, tol, seed
 
@@ -292,7 +317,10 @@ class SoftmaxTagger(Tagger):
         return _split(self.classifier_.predict_proba(self._x(sents)), _check_sents(sents))
 
 # %% ../../nbs/12_models_taggers.ipynb #77975f3c
-def tagger_output(model: Tagger, sents) -> tuple:
+def tagger_output(
+    model: Tagger,  # a fitted `HMMTagger`, `CRFTagger` or `SoftmaxTagger`
+    sents,  # sentences: lists of words
+) -> tuple:  # (output, extractor name, extractor parameters, `extract` keywords)
     "The model's raw output, the extractor that reads it, that extractor's parameters and `extract` keywords."
     if isinstance(model, HMMTagger):
         pot = model.potentials(sents)
@@ -302,7 +330,12 @@ def tagger_output(model: Tagger, sents) -> tuple:
     if isinstance(model, SoftmaxTagger): return model.logits(sents), 'softmax', dict(kind='logits'), {}
     raise TypeError(f'model must be an HMMTagger, CRFTagger or SoftmaxTagger, got {type(model).__name__}')
 
-def events_from_tagger(model: Tagger, sents, tags, **params) -> pd.DataFrame:
+def events_from_tagger(
+    model: Tagger,  # a fitted `HMMTagger`, `CRFTagger` or `SoftmaxTagger`
+    sents,  # sentences: lists of words
+    tags,  # their gold tags, one list per sentence
+    **params,  # the extractor's options: `events=`, `tag=`, `threshold=` (see `tagger_events`)
+) -> pd.DataFrame:  # tagger events (see `tagger_events`)
     "Events of a fitted tagger on tagged sentences, through its extractor (`events=`, `tag=`, `threshold=` in `params`)."
     from calibkit.plugins import extractor
     if not isinstance(model, Tagger):
