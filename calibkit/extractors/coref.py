@@ -74,12 +74,17 @@ class CorefSamples:
     @property
     def n_samples(self) -> int: return self.clusters.shape[1]
 
-    def se(self, p) -> np.ndarray:
+    def se(self,
+           p,  # estimated probabilities
+          ) -> np.ndarray:  # their standard errors, shaped as `p`
         "Monte Carlo standard error sqrt(p(1-p)/S) of estimates `p`."
         p = np.asarray(p, dtype=float)
         return np.sqrt(p * (1 - p) / self.n_samples)
 
-    def pair_probs(self, i, j) -> np.ndarray:
+    def pair_probs(self,
+                   i,  # mention indices
+                   j,  # mention indices, shaped as `i`
+                  ) -> np.ndarray:  # the estimates, shaped as `i`
         "Estimated P(mentions i[k] and j[k] are in the same cluster), for index arrays `i`, `j`."
         i, j = np.asarray(i), np.asarray(j)
         if i.shape != j.shape: raise ValueError(f'i and j must have the same shape, got {i.shape} and {j.shape}')
@@ -173,7 +178,13 @@ def antecedent_correct(
     return np.where(back == 0, first_mentions(g), g == g[j])
 
 @patch
-def events(self: CorefSamples, gold, *, window=None, kinds=KINDS, doc=None) -> pd.DataFrame:
+def events(self: CorefSamples,
+           gold,  # the gold cluster id of each mention (any hashable values)
+           *,
+           window=None,  # largest distance of a `pair` event (default: the matrix's window W)
+           kinds=KINDS,  # the queries to turn into events: some of 'pair', 'new', 'antecedent'
+           doc=None,  # the document's name, a `doc` column (default: none)
+          ) -> pd.DataFrame:  # events `kind`, `item`, `other`, `conf`, `se`, `correct` (and `doc`)
     "Events (`kind`, `item`, `other`, `conf`, `se`, `correct`) of pair / new / antecedent queries against gold clusters."
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds: raise ValueError(f'kinds must be a non-empty subset of {KINDS}, got {list(kinds)}')
@@ -217,7 +228,13 @@ class CorefMCExtractor(Extractor):
                 ):
         self.n_samples, self.seed, self.window, self.kinds, self.quiet = _check_n_samples(n_samples), seed, window, tuple(kinds), quiet
 
-    def extract(self, output, *, gold=None, doc=None, seed=None) -> pd.DataFrame:
+    def extract(self,
+                output,  # the antecedent probabilities (see `antecedent_matrix`), or a mapping (keys in `reads`)
+                *,
+                gold=None,  # the gold cluster id of each mention
+                doc=None,  # the document's name, a `doc` column
+                seed=None,  # random seed of this document's sampling (default: the extractor's)
+               ) -> pd.DataFrame:  # events (see `CorefSamples.events`)
         """Events of one document: `output` = its antecedent probabilities, `gold` = its gold cluster id per mention;
         or `output` a mapping holding both (keys in `reads`, `reads_optional`)."""
         if isinstance(output, Mapping):

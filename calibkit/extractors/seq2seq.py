@@ -569,7 +569,14 @@ class Seq2SeqExtractor(Extractor):
         if a['lengths'] is not None: conf = [row[:int(n)] for row, n in zip(conf, np.asarray(a['lengths']), strict=True)]
         return dict(output=conf, correct=a['correct'])
 
-    def extract(self, output, labels=None, *, word_ids=None, vocab=None, **kw) -> pd.DataFrame:
+    def extract(self,
+                output,  # step scores, decoded steps' confidences (level sequence), records or a mapping (see above)
+                labels=None,  # gold ids, (B×)T (levels token and word)
+                *,
+                word_ids=None,  # word id of each piece, for level word (see `word_events`)
+                vocab=None,  # the piece of every vocabulary id, for level word (see `word_events`)
+                **kw,  # passed to `token_events` or `sequence_events`
+               ) -> pd.DataFrame:  # token, word or sequence events
         "Events of `output` (see above); `kw` go to `token_events` or `sequence_events`."
         if isinstance(output, Mapping):
             if self.level == 'sequence': return self.extract(**self._sequence_arrays(output), **kw)

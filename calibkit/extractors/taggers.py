@@ -304,11 +304,21 @@ class TaggerExtractor(Extractor):
         _check_events(events, tag, threshold)
         self.events, self.tag, self.threshold = events, tag, threshold
 
-    def scores(self, output, labels=None, **kw) -> tuple:
+    def scores(self,
+               output,  # the model's output: a matrix, or a list of them, one per sentence
+               labels=None,  # the K tag names in column order
+               **kw,  # the model's other arrays (e.g. `transitions`)
+              ) -> tuple:  # the probability rows (as `output`: a matrix or a list) and their labels
         "The probability rows of `output` (a matrix, or a list of them, one per sentence) and their labels."
         raise NotImplementedError(f'{type(self).__name__} must define scores(output, labels=None, **kw): the tagger extractors implement it')
 
-    def extract(self, output, gold=None, *, labels=None, **kw) -> pd.DataFrame:
+    def extract(self,
+                output,  # the model's output (see `scores`), or a mapping holding it all (keys in `reads`)
+                gold=None,  # the gold tags: one per row, or one sequence per sentence (ids, or names with `labels`)
+                *,
+                labels=None,  # the K tag names in column order
+                **kw,  # passed to `scores` (e.g. `transitions=`, `start=`, `end=`)
+               ) -> pd.DataFrame:  # events (see `tagger_events`)
         """Events of `output` against `gold` (tag ids, or names with `labels=`); `kw` go to `scores`.
         A mapping `output` holds them all under the keys in `reads` and `reads_optional`."""
         if isinstance(output, Mapping):
@@ -356,7 +366,14 @@ class CRFMarginalsExtractor(TaggerExtractor):
              'transitions': 'K×K transition scores, row = previous tag', 'gold': _GOLD}
     reads_optional = {**_OPTIONAL, 'start': 'K scores of starting a sentence with each tag', 'end': 'K scores of ending one'}
 
-    def scores(self, output, labels=None, *, transitions, start=None, end=None):
+    def scores(self,
+               output,  # emission scores: one (T, K) array, or a list of them, one per sentence
+               labels=None,  # the K tag names in column order
+               *,
+               transitions,  # (K, K) transition scores, row = previous tag; -inf forbids a transition
+               start=None,  # K scores of starting a sentence with each tag (default 0)
+               end=None,  # K scores of ending a sentence with each tag (default 0)
+              ) -> tuple:  # the marginals (see `crf_marginals`) and their labels
         return crf_marginals(output, transitions, start, end), labels
 
 # %% ../../nbs/11_extract_taggers.ipynb #22d2e0cb
