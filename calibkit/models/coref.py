@@ -168,7 +168,9 @@ class Design:
         self.starts = np.flatnonzero(np.r_[True, mention[1:] != mention[:-1]])
 
     @staticmethod
-    def stack(parts: list['Design']) -> 'Design':
+    def stack(
+        parts: list['Design'],  # the designs of documents, in order
+    ) -> 'Design':  # one design, their mentions renumbered in order
         offsets = np.cumsum([0] + [p.n_mentions for p in parts])
         return Design(sparse.vstack([p.X for p in parts], format='csr'),
                       np.concatenate([p.mention + o for p, o in zip(parts, offsets)]),
@@ -239,7 +241,10 @@ class MentionRanker:
             parts.append(d)
         return Design.stack(parts)
 
-    def fit(self, docs, quiet: bool | None = None) -> 'MentionRanker':
+    def fit(self,
+            docs,  # `CorefDocument`s with gold mentions and clusters
+            quiet: bool | None = None,  # no progress bar (default: `$CALIBKIT_QUIET` set)
+           ) -> 'MentionRanker':  # self
         "Fit on gold mentions and clusters of `docs` (pairwise logistic regression, then the ranking likelihood)."
         d = self._design(docs, quiet)
         with fixed_threads():
@@ -257,7 +262,9 @@ class MentionRanker:
     def _check_fitted(self):
         if self.coef_ is None: raise RuntimeError('MentionRanker is not fitted: call .fit(docs) first')
 
-    def antecedent_probs(self, doc: CorefDocument) -> np.ndarray:
+    def antecedent_probs(self,
+                         doc: CorefDocument,  # a document with gold mentions
+                        ) -> np.ndarray:  # the (n, window+1) window matrix
         "Window matrix (n, window+1): column 0 = P(new entity), column k = P(antecedent is mention i-k); 0 before the document start."
         self._check_fitted()
         d = self._design(doc)

@@ -127,27 +127,41 @@ class Seq2Seq(nn.Module):
         self.out.weight = self.emb.weight
         self.drop = nn.Dropout(dropout)
 
-    def encode(self, x):
+    def encode(self,
+               x,  # B×S source ids, padded with `PAD`
+              ) -> tuple:  # (e, k, mask, d_0)
         "Source states $e$, keys $k$, the source mask and the decoder's initial state $d_0$."
         m = x != PAD
         e, _ = self.enc(self.drop(self.emb(x)))
         h0 = torch.tanh(self.bridge((e * m[..., None]).sum(1) / m.sum(1, keepdim=True)))[None]
         return e, self.key(e), m, h0
 
-    def step(self, y_in, state, e, k, m):
+    def step(self,
+             y_in,  # B×L decoder input ids
+             state,  # the decoder's state before them
+             e,  # source states (from `encode`)
+             k,  # attention keys (from `encode`)
+             m,  # the source mask (from `encode`)
+            ) -> tuple:  # (B×L×V logits, the new state)
         "Logits for the next token after each of `y_in` (B×L), and the new decoder state."
         d, state = self.dec(self.drop(self.emb(y_in)), state)
         a = torch.einsum('bth,bsh->bts', d, k).masked_fill(~m[:, None], -1e9).softmax(-1)
         ctx = torch.einsum('bts,bsh->bth', a, e)
         return self.out(self.drop(torch.tanh(self.comb(torch.cat([d, ctx], -1))))), state
 
-    def forward(self, x, y_in):
+    def forward(self,
+                x,  # B×S source ids
+                y_in,  # B×L decoder input: `<s>` and the gold prefix
+               ) -> torch.Tensor:  # B×L×V logits
         "Teacher forcing: logits (B×L×V) of every target position given the gold prefix `y_in`."
         e, k, m, h0 = self.encode(x)
         return self.step(y_in, h0, e, k, m)[0]
 
     @torch.no_grad()
-    def greedy(self, x, max_len: int):
+    def greedy(self,
+               x,  # B×S source ids
+               max_len: int,  # decoding steps at most
+              ) -> tuple[np.ndarray, np.ndarray]:  # B×L ids and B×L step confidences
         "Free-running greedy decoding: decoded ids and each step's max probability (B×L), stopping when all emitted EOS."
         e, k, m, state = self.encode(x)
         y, ids, conf = torch.full((len(x), 1), BOS), [], []

@@ -115,13 +115,17 @@ class Tagger:
     def _check_fitted(self):
         if not hasattr(self, 'tags_'): raise NotFittedError(f'this {type(self).__name__} is not fitted yet: call fit(sents, tags) first')
 
-    def predict(self, sents) -> list[list[str]]:
+    def predict(self,
+                sents,  # sentences: lists of words
+               ) -> list[list[str]]:  # one list of tags per sentence
         "The most probable tag of every token (posterior decoding), one list per sentence."
         self._check_fitted()
         tags = np.array(self.tags_, dtype=object)
         return [list(tags[m.argmax(axis=1)]) for m in self.marginals(sents)]
 
-    def gold_ids(self, tags) -> np.ndarray:
+    def gold_ids(self,
+                 tags,  # gold tags, one list per sentence
+                ) -> np.ndarray:  # column ids, sentences concatenated
         "Column ids in `tags_` of gold `tags` (a list of tag sequences), flattened; unknown tags are an error."
         self._check_fitted()
         flat = [t for s in _check_sents(tags, 'tags') for t in s]
@@ -132,7 +136,10 @@ class Tagger:
                              f'({unknown[:5]}); tags_ = {self.tags_}')
         return ids
 
-    def score(self, sents, tags) -> float:
+    def score(self,
+              sents,  # sentences: lists of words
+              tags,  # their gold tags, one list per sentence
+             ) -> float:  # the fraction of tokens tagged right
         "Token accuracy of `predict` against gold `tags`."
         sents, tags = _check_data(sents, tags)
         g = self.gold_ids(tags)
@@ -153,7 +160,10 @@ class HMMTagger(Tagger):
             if not (isinstance(v, (int, float)) and v > 0): raise ValueError(f'{name} must be a positive number, got {v!r}')
         self.k_emit, self.k_trans = k_emit, k_trans
 
-    def fit(self, sents, tags) -> 'HMMTagger':
+    def fit(self,
+            sents,  # sentences: lists of words
+            tags,  # their gold tags, one list per sentence
+           ) -> 'HMMTagger':  # self
         "Count and smooth start, transition, end and emission probabilities."
         sents, tags = _check_data(sents, tags)
         words = pd.Series([w for s in sents for w in s], dtype=object)
@@ -179,7 +189,9 @@ class HMMTagger(Tagger):
         self.log_start_ = np.log((st + self.k_trans) / (len(sents) + self.k_trans * K))
         return self
 
-    def word_ids(self, sents) -> np.ndarray:
+    def word_ids(self,
+                 sents,  # sentences: lists of words
+                ) -> np.ndarray:  # one emission column per token, sentences concatenated
         "Emission column of every token: its vocabulary id, or (unknown word) its word class's."
         self._check_fitted()
         flat = [w for s in _check_sents(sents) for w in s]
@@ -188,13 +200,17 @@ class HMMTagger(Tagger):
         ids[unk] = len(self.vocab_) + _CLASS_INDEX.get_indexer([word_class(flat[i]) for i in unk])
         return ids
 
-    def potentials(self, sents) -> Potentials:
+    def potentials(self,
+                   sents,  # sentences: lists of words
+                  ) -> Potentials:  # log probabilities, for `crf_marginals`
         "Log emission probabilities per sentence, and the log transition, start and end probabilities."
         self._check_fitted()
         sents = _check_sents(sents)
         return Potentials(_split(self.log_emit_[:, self.word_ids(sents)].T, sents), self.log_trans_, self.log_start_, self.log_end_)
 
-    def marginals(self, sents) -> list[np.ndarray]:
+    def marginals(self,
+                  sents,  # sentences: lists of words
+                 ) -> list[np.ndarray]:  # one (T, K) array per sentence
         "Posterior P(y_t = k | sentence) by forward–backward, one (T, K) array per sentence."
         return crf_marginals(*self.potentials(sents))
 
@@ -244,7 +260,10 @@ class CRFTagger(Tagger):
 
     def _x(self, sents) -> list[list[dict]]: return [token_features(s, self.features) for s in _check_sents(sents)]
 
-    def fit(self, sents, tags) -> 'CRFTagger':
+    def fit(self,
+            sents,  # sentences: lists of words
+            tags,  # their gold tags, one list per sentence
+           ) -> 'CRFTagger':  # self
         "Train with crfsuite, then read its exact weights (for `potentials`)."
         sklearn_crfsuite = require('sklearn_crfsuite', 'crf', 'the CRF tagger (CRFTagger)')
         sents, tags = _check_data(sents, tags)
@@ -256,12 +275,16 @@ class CRFTagger(Tagger):
         self.tags_ = tags_
         return self
 
-    def marginals(self, sents) -> list[np.ndarray]:
+    def marginals(self,
+                  sents,  # sentences: lists of words
+                 ) -> list[np.ndarray]:  # one (T, K) array per sentence
         "crfsuite's marginals P(y_t = k | sentence), one (T, K) array per sentence, columns in `tags_` order."
         self._check_fitted()
         return from_crfsuite(self.crf_.predict_marginals(self._x(sents)), self.tags_)[0]
 
-    def attribute_matrix(self, sents) -> sparse.csr_matrix:
+    def attribute_matrix(self,
+                         sents,  # sentences: lists of words
+                        ) -> sparse.csr_matrix:  # tokens × `attributes_`
         "crfsuite's attribute values of every token (tokens × `attributes_`); attributes unseen in training are dropped, as crfsuite does."
         import pycrfsuite
         self._check_fitted()
@@ -272,7 +295,9 @@ class CRFTagger(Tagger):
         rows, keep = np.repeat(np.arange(len(items)), sizes), cols >= 0
         return sparse.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(len(items), len(self.attributes_)))
 
-    def potentials(self, sents) -> Potentials:
+    def potentials(self,
+                   sents,  # sentences: lists of words
+                  ) -> Potentials:  # scores, for `crf_marginals`
         "Emission scores (one (T, K) array per sentence) and transition scores, from the exact learnt weights."
         E = (self.attribute_matrix(sents) @ self.state_weights_).toarray()
         return Potentials(_split(E, _check_sents(sents)), self.transitions_)
@@ -294,7 +319,10 @@ class SoftmaxTagger(Tagger):
         X = self.vectorizer_.transform([f for s in _check_sents(sents) for f in token_features(s, 'advanced')])
         return sparse.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)  # SAGA wants int32
 
-    def fit(self, sents, tags) -> 'SoftmaxTagger':
+    def fit(self,
+            sents,  # sentences: lists of words
+            tags,  # their gold tags, one list per sentence
+           ) -> 'SoftmaxTagger':  # self
         "Fit the vectoriser and the classifier on every training token."
         from sklearn.feature_extraction import DictVectorizer
         from sklearn.linear_model import LogisticRegression
@@ -306,12 +334,16 @@ class SoftmaxTagger(Tagger):
         self.tags_ = list(self.classifier_.classes_)
         return self
 
-    def logits(self, sents) -> list[np.ndarray]:
+    def logits(self,
+               sents,  # sentences: lists of words
+              ) -> list[np.ndarray]:  # one (T, K) array per sentence
         "Scores before the softmax, one (T, K) array per sentence."
         self._check_fitted()
         return _split(self.classifier_.decision_function(self._x(sents)), _check_sents(sents))
 
-    def marginals(self, sents) -> list[np.ndarray]:
+    def marginals(self,
+                  sents,  # sentences: lists of words
+                 ) -> list[np.ndarray]:  # one (T, K) array per sentence
         "Softmax probabilities, one (T, K) array per sentence."
         self._check_fitted()
         return _split(self.classifier_.predict_proba(self._x(sents)), _check_sents(sents))
