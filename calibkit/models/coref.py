@@ -242,7 +242,7 @@ class MentionRanker:
         return Design.stack(parts)
 
     def fit(self,
-            docs,  # `CorefDocument`s with gold mentions and clusters
+            docs,  # documents (`CorefDocument`) with gold mentions and clusters
             quiet: bool | None = None,  # no progress bar (default: `$CALIBKIT_QUIET` set)
            ) -> 'MentionRanker':  # self
         "Fit on gold mentions and clusters of `docs` (pairwise logistic regression, then the ranking likelihood)."
@@ -292,7 +292,7 @@ def split_documents(
 
 def evaluate(
     model: MentionRanker,  # a fitted model
-    docs,  # `CorefDocument`s with gold clusters
+    docs,  # documents (`CorefDocument`) with gold clusters
 ) -> pd.DataFrame:  # one row per mention
     "One row per mention: doc, mention, type, anaphoric (has an earlier gold mention), chosen distance (0 = new), p of it, correct."
     rows = []
