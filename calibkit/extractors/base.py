@@ -19,11 +19,18 @@ class Extractor(BaseEstimator):
     reads: dict[str, str] = {}            # required keys of a mapping `output` -> what each holds
     reads_optional: dict[str, str] = {}   # optional keys -> what each holds
 
-    def extract(self, output, **kw) -> pd.DataFrame:
+    def extract(self,
+                output,  # one model output: what the extractor documents, or a mapping with the keys in `reads`
+                **kw,  # the extractor's own keywords (e.g. the gold labels)
+               ) -> pd.DataFrame:  # the events: `conf`, `correct` and context columns
         "Events (`conf`, `correct` and context columns) of one model `output`."
         raise NotImplementedError(f'{type(self).__name__} must define extract(output, **kw)')
 
-    def arrays(self, output: Mapping, reads: dict | None = None, reads_optional: dict | None = None) -> dict:
+    def arrays(self,
+               output: Mapping,  # named arrays, e.g. `dict(numpy.load('x.npz'))`
+               reads: dict | None = None,  # required keys -> what each holds (default: `self.reads`)
+               reads_optional: dict | None = None,  # optional keys -> what each holds (default: `self.reads_optional`)
+              ) -> dict:  # the value of every key of both (None for a missing optional key)
         "The values of mapping `output` this extractor reads (missing optional keys → None); refuses a missing required key."
         reads = self.reads if reads is None else reads
         optional = self.reads_optional if reads_optional is None else reads_optional

@@ -17,7 +17,9 @@ __all__ = ['KINDS', 'antecedent_matrix', 'CorefSamples', 'coref_mc', 'exact_pair
            'antecedent_correct', 'CorefMCExtractor']
 
 # %% ../../nbs/13_extract_coref.ipynb #88ccc0c2
-def antecedent_matrix(antecedent_probs) -> np.ndarray:
+def antecedent_matrix(
+    antecedent_probs,  # window matrix (n, W+1): column 0 = new, d = the mention d back; or n arrays of lengths 1..n
+) -> np.ndarray:  # the validated (n, W+1) window matrix, float64
     "The validated (n, W+1) window matrix of `antecedent_probs` (a window matrix or a list of arrays of lengths 1..n)."
     if isinstance(antecedent_probs, (list, tuple)):
         rows = [check_conf(p, f'antecedent_probs[{i}]') for i, p in enumerate(antecedent_probs)]
@@ -64,20 +66,25 @@ def _sample_clusters(P: np.ndarray, n_samples: int, rng, quiet) -> np.ndarray:
 @dataclass(frozen=True)
 class CorefSamples:
     "Sampled clusterings: `clusters[i, s]` = first mention of mention i's cluster in sample s; `probs` the window matrix."
-    probs: np.ndarray
-    clusters: np.ndarray
+    probs: np.ndarray     # the (n, W+1) window matrix the clusterings were sampled from
+    clusters: np.ndarray  # (n, S) int32: first mention of mention i's cluster in sample s
 
     @property
     def n_mentions(self) -> int: return self.clusters.shape[0]
     @property
     def n_samples(self) -> int: return self.clusters.shape[1]
 
-    def se(self, p) -> np.ndarray:
+    def se(self,
+           p,  # estimated probabilities
+          ) -> np.ndarray:  # their standard errors, shaped as `p`
         "Monte Carlo standard error sqrt(p(1-p)/S) of estimates `p`."
         p = np.asarray(p, dtype=float)
         return np.sqrt(p * (1 - p) / self.n_samples)
 
-    def pair_probs(self, i, j) -> np.ndarray:
+    def pair_probs(self,
+                   i,  # mention indices
+                   j,  # mention indices, shaped as `i`
+                  ) -> np.ndarray:  # the estimates, shaped as `i`
         "Estimated P(mentions i[k] and j[k] are in the same cluster), for index arrays `i`, `j`."
         i, j = np.asarray(i), np.asarray(j)
         if i.shape != j.shape: raise ValueError(f'i and j must have the same shape, got {i.shape} and {j.shape}')
@@ -95,15 +102,25 @@ class CorefSamples:
         return np.count_nonzero(self.clusters == np.arange(self.n_mentions)[:, None], axis=1) / self.n_samples
 
 # %% ../../nbs/13_extract_coref.ipynb #35a995e3
-def coref_mc(antecedent_probs, n_samples: int | None = None, seed=None, *, quiet: bool | None = None) -> CorefSamples:
-    "Sample `n_samples` clusterings (one antecedent per mention, transitive closure) from a mention-ranking model."
+def coref_mc(
+    antecedent_probs,  # window matrix (n, W+1): column 0 = new, d = the mention d back; or n arrays of lengths 1..n
+    n_samples: int | None = None,  # clusterings to sample (default: the settings' mc_samples, 1000)
+    seed=None,  # random seed of the sampling (default: the settings' seed)
+    *,
+    quiet: bool | None = None,  # no progress bar (default: `$CALIBKIT_QUIET` set)
+) -> CorefSamples:  # the window matrix and the (n, n_samples) sampled clusters
+    """Sample `n_samples` clusterings (one antecedent per mention, transitive closure) from a mention-ranking model
+    (the Monte Carlo estimate of Nguyen, thesis; the coreference experiment)."""
     P = antecedent_matrix(antecedent_probs)
     n_samples = _check_n_samples(n_samples)
     rng = np.random.default_rng(default('seed', seed))
     return CorefSamples(P, _sample_clusters(P, n_samples, rng, quiet))
 
 # %% ../../nbs/13_extract_coref.ipynb #4f21bf79
-def exact_pair_probs(antecedent_probs, max_assignments: int = 10**6) -> np.ndarray:
+def exact_pair_probs(
+    antecedent_probs,  # window matrix (n, W+1): column 0 = new, d = the mention d back; or n arrays of lengths 1..n
+    max_assignments: int = 10**6,  # refuse a document with more antecedent assignments than this
+) -> np.ndarray:  # (n, n) matrix of P(i and j corefer), 1 on the diagonal
     "Exact (n, n) matrix of P(i and j corefer) by enumerating every antecedent assignment (small documents only)."
     P = antecedent_matrix(antecedent_probs)
     n, w = P.shape
@@ -123,7 +140,10 @@ def exact_pair_probs(antecedent_probs, max_assignments: int = 10**6) -> np.ndarr
 # %% ../../nbs/13_extract_coref.ipynb #ee7f9a74
 KINDS = ('pair', 'new', 'antecedent')
 
-def window_pairs(n: int, window: int) -> tuple[np.ndarray, np.ndarray]:
+def window_pairs(
+    n: int,  # number of mentions
+    window: int,  # largest distance i - j of a pair
+) -> tuple[np.ndarray, np.ndarray]:  # the arrays i and j
     "All pairs (i, j) with 0 < i - j <= window among n mentions, ordered by i then j."
     if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
         raise ValueError(f'window must be an integer >= 1, got {window!r}')
@@ -139,12 +159,17 @@ def _gold_ids(gold, n: int | None = None) -> np.ndarray:
         raise ValueError(f'gold must hold one cluster id per mention ({n}), got shape {g.shape}')
     return pd.factorize(g)[0]
 
-def first_mentions(gold) -> np.ndarray:
+def first_mentions(
+    gold,  # the gold cluster id of each mention (any hashable values)
+) -> np.ndarray:  # bool per mention
     "Per mention: is it the first mention of its gold cluster (the gold answer to 'new entity?')."
     g = _gold_ids(gold)
     return np.r_[True, g[1:] > np.maximum.accumulate(g)[:-1]]
 
-def antecedent_correct(gold, back) -> np.ndarray:
+def antecedent_correct(
+    gold,  # the gold cluster id of each mention (any hashable values)
+    back,  # per mention, the distance back to the chosen antecedent (0 = new entity)
+) -> np.ndarray:  # bool per mention
     "Per mention i: is choosing the antecedent `back[i]` mentions back (0 = new entity) right under the gold clusters."
     g, back = _gold_ids(gold), np.asarray(back)
     if back.shape != g.shape: raise ValueError(f'back has shape {back.shape} but gold has {g.shape}')
@@ -153,7 +178,13 @@ def antecedent_correct(gold, back) -> np.ndarray:
     return np.where(back == 0, first_mentions(g), g == g[j])
 
 @patch
-def events(self: CorefSamples, gold, *, window=None, kinds=KINDS, doc=None) -> pd.DataFrame:
+def events(self: CorefSamples,
+           gold,  # the gold cluster id of each mention (any hashable values)
+           *,
+           window=None,  # largest distance of a `pair` event (default: the matrix's window W)
+           kinds=KINDS,  # the queries to turn into events: some of 'pair', 'new', 'antecedent'
+           doc=None,  # the document's name, a `doc` column (default: none)
+          ) -> pd.DataFrame:  # events `kind`, `item`, `other`, `conf`, `se`, `correct` (and `doc`)
     "Events (`kind`, `item`, `other`, `conf`, `se`, `correct`) of pair / new / antecedent queries against gold clusters."
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds: raise ValueError(f'kinds must be a non-empty subset of {KINDS}, got {list(kinds)}')
@@ -188,11 +219,22 @@ class CorefMCExtractor(Extractor):
              'gold': 'the gold entity (cluster) id of each mention'}
     reads_optional = {'doc': 'the document name (a 0-d array)'}
 
-    def __init__(self, n_samples: int | None = None, seed=None, window: int | None = None, kinds=KINDS,
-                 quiet: bool | None = None):
+    def __init__(self,
+                 n_samples: int | None = None,  # clusterings to sample per document (default: the settings' mc_samples)
+                 seed=None,  # random seed of the sampling (default: the settings' seed); `extract(seed=)` overrides it
+                 window: int | None = None,  # largest distance of a `pair` event (default: the matrix's window W)
+                 kinds=KINDS,  # the queries to turn into events: some of 'pair', 'new', 'antecedent'
+                 quiet: bool | None = None,  # no progress bar (default: `$CALIBKIT_QUIET` set)
+                ):
         self.n_samples, self.seed, self.window, self.kinds, self.quiet = _check_n_samples(n_samples), seed, window, tuple(kinds), quiet
 
-    def extract(self, output, *, gold=None, doc=None, seed=None) -> pd.DataFrame:
+    def extract(self,
+                output,  # the antecedent probabilities (see `antecedent_matrix`), or a mapping (keys in `reads`)
+                *,
+                gold=None,  # the gold cluster id of each mention
+                doc=None,  # the document's name, a `doc` column
+                seed=None,  # random seed of this document's sampling (default: the extractor's)
+               ) -> pd.DataFrame:  # events (see `CorefSamples.events`)
         """Events of one document: `output` = its antecedent probabilities, `gold` = its gold cluster id per mention;
         or `output` a mapping holding both (keys in `reads`, `reads_optional`)."""
         if isinstance(output, Mapping):

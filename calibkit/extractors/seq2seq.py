@@ -110,13 +110,19 @@ def _step_arrays(labels, mask, shape, name):
     if not ok.all(): raise ValueError(f'mask: {count_true(~ok)} of {m.size} values are not 0 or 1')
     return y, m.astype(bool)
 
-def token_events(scores, labels, *, logits: bool = False, mask=None, ignore_ids=None, vocab_size: int | None = None,
-                 item=None, sum_tol: float = 1e-3) -> pd.DataFrame:
-    """Teacher-forced token events, one per real step: `conf` = max probability, `correct` = [argmax == gold].
-
-    `scores`: T×V or B×T×V probabilities (logits with `logits=True`), or a top-k pair `(probs, ids)` of
-    shape (B×)T×k. `labels`: gold ids of shape (B×)T; label -100 or `mask` = 0 marks padding, never an event.
-    `ignore_ids` (e.g. BOS/EOS/pad ids) drops those gold steps; `item` names the B sequences."""
+def token_events(
+    scores,  # T×V or B×T×V step probabilities (logits with `logits=True`), or a top-k pair (probs, ids) of (B×)T×k
+    labels,  # gold ids of shape (B×)T; -100 marks padding, never an event
+    *,
+    logits: bool = False,  # `scores` are logits: the confidence is their softmax's maximum
+    mask=None,  # (B×)T, 0 = padding (e.g. a decoder attention mask); default: only -100 labels are padding
+    ignore_ids=None,  # gold ids whose steps are no events (e.g. BOS, EOS, pad ids)
+    vocab_size: int | None = None,  # size of the vocabulary, to check the ids of a top-k pair
+    item=None,  # names of the B sequences (default: their batch rows)
+    sum_tol: float = 1e-3,  # how far a probability row's sum may be from 1
+) -> pd.DataFrame:  # events `item`, `pos`, `label`, `gold`, `conf`, `correct`, `kind`: one per real step
+    """Teacher-forced token events, one per real step: `conf` = max probability, `correct` = [argmax == gold]
+    (Stengel-Eskin & Van Durme 2023)."""
     topk = isinstance(scores, tuple)
     name = 'logits' if logits else 'probs'
     if topk:
@@ -181,17 +187,29 @@ def _word_id_array(word_ids) -> np.ndarray:
     if not np.issubdtype(a.dtype, np.integer): raise TypeError(f'word_ids must hold integers or None, got dtype {a.dtype}')
     return a
 
-def marker_word_starts(vocab, *, marker: str = '▁', specials=()) -> tuple[np.ndarray, np.ndarray]:
+def marker_word_starts(
+    vocab,  # the piece (a string) of every vocabulary id
+    *,
+    marker: str = '▁',  # the word-start marker: '▁' (SentencePiece) or 'Ġ' (GPT-2 style BPE)
+    specials=(),  # special pieces (EOS, pad, ...): they belong to no word
+) -> tuple[np.ndarray, np.ndarray]:  # two bool arrays over the vocabulary: starts a word, is special
     "Per vocabulary id: does the piece start a word (begins with `marker`), and is it a special token (no word)?"
     v = np.asarray(list(vocab), dtype=str)
     if not len(marker): raise ValueError('marker must be a non-empty string such as "▁" or "Ġ"')
     return np.char.startswith(v, marker), np.isin(v, list(specials))
 
-def word_events(tokens: pd.DataFrame, word_ids=None, *, vocab=None, marker: str = '▁', specials=(),
-                how: str = 'min', by: str = 'gold') -> pd.DataFrame:
-    """Word events from piece events (rows in sequence order): `conf` = min (default) or mean of the pieces',
-    `correct` = 1 only if every piece is. Boundaries from `word_ids` (one per row, or a B×T array indexed by
-    (item, pos); -1/None = no word) or from the `marker` rule on `vocab[tokens[by]]`."""
+def word_events(
+    tokens: pd.DataFrame,  # piece events from `token_events`, in sequence order (by `item`, then `pos`)
+    word_ids=None,  # word id of each piece (-1/None = no word): one per row, or a B×T array indexed by (item, pos)
+    *,
+    vocab=None,  # the piece of every vocabulary id, for the `marker` rule (instead of `word_ids`)
+    marker: str = '▁',  # the word-start marker: '▁' (SentencePiece) or 'Ġ' (GPT-2 style BPE)
+    specials=(),  # special pieces (EOS, pad, ...): they belong to no word
+    how: str = 'min',  # the word's confidence from its pieces': 'min' or 'mean'
+    by: str = 'gold',  # the column of `tokens` whose piece ids `vocab` splits into words
+) -> pd.DataFrame:  # events `item`, `pos` (the word), `conf`, `correct`, `n_pieces`, `kind`: one per word
+    """Word events from piece events (Stengel-Eskin & Van Durme 2023): `conf` = min (default) or mean of the
+    pieces', `correct` = 1 only if every piece is. Words from `word_ids` or the `marker` rule on `vocab[tokens[by]]`."""
     _check_how(how, ('min', 'mean'))
     c, y = as_pairs(tokens)
     missing = [k for k in ('item', 'pos') if k not in tokens.columns]
@@ -249,7 +267,12 @@ def _sequences(seqs, name: str) -> tuple[np.ndarray, np.ndarray]:
         raise TypeError(f'{name} must hold id sequences (integers) or strings, got dtype {flat.dtype}')
     return flat, lens
 
-def exact_match(pred, ref, *, normalize: Callable | None = None) -> np.ndarray:
+def exact_match(
+    pred,  # the predicted sequences: id sequences or strings
+    ref,  # the reference sequences, as many
+    *,
+    normalize: Callable | None = None,  # a function applied to both sides before comparing (e.g. str.lower)
+) -> np.ndarray:  # uint8 per sequence, 1 = an exact match
     "1 where the predicted sequence equals the reference (id sequences or strings; after `normalize` if given)."
     if len(pred) != len(ref): raise ValueError(f'pred has {len(pred)} sequences but ref has {len(ref)}')
     if len(pred) == 0: raise ValueError('pred is empty')
@@ -268,10 +291,18 @@ def exact_match(pred, ref, *, normalize: Callable | None = None) -> np.ndarray:
     return (same & (diff == 0)).view(np.uint8)
 
 # %% ../../nbs/15_extract_seq2seq.ipynb #87259e2d
-def sequence_events(conf, *, pred=None, ref=None, correct=None, how: str = 'min',
-                    normalize: Callable | None = None) -> pd.DataFrame:
-    """One event per decoded sequence: `conf` = min (default), mean or prod of its step (or word) confidences,
-    `correct` = exact match of `pred` with `ref` (after `normalize`), or given directly as `correct`."""
+def sequence_events(
+    conf,  # per sequence its decoded steps' (or words') confidences: a list of arrays, or a frame with `item`, `conf`
+    *,
+    pred=None,  # the decoded sequences (id sequences or strings), matched against `ref`
+    ref=None,  # the reference sequences
+    correct=None,  # 1 where a sequence is right, instead of `pred` and `ref`
+    how: str = 'min',  # the sequence's confidence from its steps': 'min', 'mean' or 'prod'
+    normalize: Callable | None = None,  # a function applied to `pred` and `ref` before the exact match
+) -> pd.DataFrame:  # events `item`, `conf`, `correct`, `length`, `kind`: one per sequence
+    """One event per decoded sequence (Stengel-Eskin & Van Durme 2023, §3): `conf` = min (default), mean or prod
+    of its step (or word) confidences, `correct` = exact match of `pred` with `ref` (after `normalize`), or given
+    directly as `correct`."""
     _check_how(how, ('min', 'mean', 'prod'))
     if isinstance(conf, pd.DataFrame):
         if not {'item', 'conf'} <= set(conf.columns): raise ValueError('an events frame for sequence_events needs columns item and conf')
@@ -318,16 +349,23 @@ def _by_model(seq_events_by_model: Mapping) -> dict:
         out[name] = f
     return out
 
-def hard_split(seq_events_by_model: Mapping[str, pd.DataFrame], quantile: float = 0.25) -> np.ndarray:
-    "Sorted ids of the hard examples: sequence confidence below the pooled `quantile` of all models' confidences, in any model."
+def hard_split(
+    seq_events_by_model: Mapping[str, pd.DataFrame],  # model name -> its sequence events (the same items for all)
+    quantile: float = 0.25,  # in (0, 1): a sequence below this quantile of the pooled confidences is hard
+) -> np.ndarray:  # the sorted `item` ids of the hard examples
+    """Sorted ids of the hard examples (Stengel-Eskin & Van Durme 2023): sequence confidence below the pooled
+    `quantile` of all models' confidences, in any model."""
     frames = _by_model(seq_events_by_model)
     if not 0 < quantile < 1: raise ValueError(f'quantile must be in (0, 1), got {quantile}')
     pooled = np.concatenate([check_conf(f['conf']) for f in frames.values()])
     thr = np.quantile(pooled, quantile)
     return np.unique(np.concatenate([f['item'].to_numpy()[f['conf'].to_numpy() < thr] for f in frames.values()]))
 
-def split_accuracy(seq_events_by_model: Mapping[str, pd.DataFrame], hard) -> pd.DataFrame:
-    "Per model: accuracy on the hard examples, on the easy ones and overall (the paper's Table 4 shape)."
+def split_accuracy(
+    seq_events_by_model: Mapping[str, pd.DataFrame],  # model name -> its sequence events (the same items for all)
+    hard,  # the `item` ids of the hard examples (from `hard_split`)
+) -> pd.DataFrame:  # per model: `n_hard`, `acc_hard`, `n_easy`, `acc_easy`, `acc_all`
+    "Per model: accuracy on the hard examples, on the easy ones and overall (Stengel-Eskin & Van Durme 2023, Table 4)."
     frames = _by_model(seq_events_by_model)
     rows = []
     for name, f in frames.items():
@@ -356,7 +394,11 @@ def _top_logit_records(path):
         if not isinstance(d, dict): raise ValueError(f'{path}:{lineno}: expected a JSON object, got {type(d).__name__}')
         yield lineno, d
 
-def read_calibration_metric_logits(path, *, ignore_ids=None) -> pd.DataFrame:
+def read_calibration_metric_logits(
+    path,  # a JSONL file: one example per line with `top_logits`, `top_logit_idxs`, `labels`
+    *,
+    ignore_ids=None,  # gold ids whose steps are no events (e.g. BOS, EOS, pad ids)
+) -> pd.DataFrame:  # token events (see `token_events`), `item` = the example's number (from 0)
     "Token events from a `calibration_metric` top-logit JSONL file (`top_logits`, `top_logit_idxs`, `labels` per line)."
     probs, ids, labels, item, pos = [], [], [], [], []
     for i, (lineno, d) in enumerate(_top_logit_records(path)):
@@ -379,7 +421,11 @@ def read_calibration_metric_logits(path, *, ignore_ids=None) -> pd.DataFrame:
     return df
 
 # %% ../../nbs/15_extract_seq2seq.ipynb #503d8751
-def calibration_metric_events(records, *, ignore_ids=None) -> pd.DataFrame:
+def calibration_metric_events(
+    records,  # a list of dicts with `top_logits`, `top_logit_idxs`, `labels` (a `.logits` file's parsed lines)
+    *,
+    ignore_ids=None,  # gold ids whose steps are no events (e.g. BOS, EOS, pad ids)
+) -> pd.DataFrame:  # token events (see `token_events`), `item` = the record's index
     "Token events from `calibration_metric` top-logit records: dicts with `top_logits`, `top_logit_idxs`, `labels` (a `.logits` file's parsed lines)."
     if not isinstance(records, (list, tuple)) or not records:
         raise ValueError(f'records must be a non-empty list of dicts, got {type(records).__name__} of length {len(records) if hasattr(records, "__len__") else "?"}')
@@ -404,7 +450,12 @@ def _torch():
     "torch, or a one-line ImportError naming the extra `hf`."
     return require('torch', 'hf', 'each Hugging Face adapter (hf_*_events)')
 
-def hf_token_events(model, batch: Mapping, *, ignore_ids=None) -> pd.DataFrame:
+def hf_token_events(
+    model,  # a Hugging Face seq2seq model (`transformers`)
+    batch: Mapping,  # the model's inputs, with `labels` (gold ids, -100 = padding)
+    *,
+    ignore_ids=None,  # gold ids whose steps are no events (e.g. BOS, EOS, pad ids)
+) -> pd.DataFrame:  # token events (see `token_events`)
     "Teacher-forced token events of a Hugging Face seq2seq `model` from one forward pass on `batch` (which holds `labels`)."
     torch = _torch()
     if 'labels' not in batch: raise ValueError('batch must hold labels (gold ids, -100 for padding) for teacher forcing')
@@ -421,15 +472,31 @@ def _marker(vocab: list[str]) -> str:
                          '("▁" for SentencePiece, "Ġ" for GPT-2 style BPE) or use word_events with explicit word_ids')
     return best
 
-def hf_word_events(model, batch: Mapping, tokenizer, *, how: str = 'min', marker: str | None = None) -> pd.DataFrame:
+def hf_word_events(
+    model,  # a Hugging Face seq2seq model (`transformers`)
+    batch: Mapping,  # the model's inputs, with `labels` (gold ids, -100 = padding)
+    tokenizer,  # the model's tokenizer: its vocabulary and special tokens give the words
+    *,
+    how: str = 'min',  # the word's confidence from its pieces': 'min' or 'mean'
+    marker: str | None = None,  # the word-start marker, '▁' or 'Ġ' (default: found in the tokenizer's vocabulary)
+) -> pd.DataFrame:  # word events (see `word_events`)
     "Teacher-forced word events: `hf_token_events` aggregated over each word's pieces by `how` (min or mean)."
     tokens = hf_token_events(model, batch)
     vocab = [p or '' for p in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))]
     return word_events(tokens, vocab=vocab, marker=marker or _marker(vocab), specials=tokenizer.all_special_tokens, how=how)
 
 # %% ../../nbs/15_extract_seq2seq.ipynb #bdf7ecac
-def hf_sequence_events(model, batch: Mapping, *, refs=None, correct=None, how: str = 'min', tokenizer=None,
-                       normalize: Callable | None = None, **generate_kw) -> pd.DataFrame:
+def hf_sequence_events(
+    model,  # a Hugging Face seq2seq (or decoder-only) model (`transformers`)
+    batch: Mapping,  # the model's inputs (`labels` and decoder inputs are not passed to `generate`)
+    *,
+    refs=None,  # the references: B×T label ids or strings (default: `batch['labels']`)
+    correct=None,  # 1 where a decoded sequence is right, instead of `refs`
+    how: str = 'min',  # the sequence's confidence from its steps': 'min', 'mean' or 'prod'
+    tokenizer=None,  # decodes the outputs, for string `refs`
+    normalize: Callable | None = None,  # a function applied to both sides before the exact match
+    **generate_kw,  # passed to `model.generate` (greedy or sampling: num_beams=1)
+) -> pd.DataFrame:  # sequence events (see `sequence_events`)
     """Sequence events from free-running decoding with `model.generate`: `conf` = min/mean/prod of the decoded steps'
     max probabilities (up to and including EOS); `correct` = exact match with `refs` (default: `batch['labels']`)."""
     torch = _torch()
@@ -482,8 +549,14 @@ class Seq2SeqExtractor(Extractor):
     reads_sequence = {'conf': 'n×T decoded step confidences', 'correct': '1 if sequence i is right (e.g. exact match)'}
     reads_sequence_optional = {'lengths': 'steps of each sequence (row i keeps its first lengths[i] values)'}
 
-    def __init__(self, level: str = 'token', how: str = 'min', logits: bool = False, ignore_ids=None,
-                 marker: str = '▁', specials=()):
+    def __init__(self,
+                 level: str = 'token',  # 'token' (teacher forcing), 'word' or 'sequence' (free-running decoding)
+                 how: str = 'min',  # aggregation of steps: 'min' or 'mean' (words), also 'prod' (sequences)
+                 logits: bool = False,  # the scores are logits (level token or word)
+                 ignore_ids=None,  # gold ids whose steps are no events (e.g. BOS, EOS, pad ids)
+                 marker: str = '▁',  # the word-start marker of the vocabulary (level 'word'): '▁' or 'Ġ'
+                 specials=(),  # special pieces (EOS, pad, ...), in no word (level 'word')
+                ):
         if level not in ('token', 'word', 'sequence'):
             raise ValueError(f"level must be 'token', 'word' or 'sequence', got {level!r}")
         _check_how(how, ('min', 'mean') if level == 'word' else ('min', 'mean', 'prod'))
@@ -496,7 +569,14 @@ class Seq2SeqExtractor(Extractor):
         if a['lengths'] is not None: conf = [row[:int(n)] for row, n in zip(conf, np.asarray(a['lengths']), strict=True)]
         return dict(output=conf, correct=a['correct'])
 
-    def extract(self, output, labels=None, *, word_ids=None, vocab=None, **kw) -> pd.DataFrame:
+    def extract(self,
+                output,  # step scores, decoded steps' confidences (level sequence), records or a mapping (see above)
+                labels=None,  # gold ids, (B×)T (levels token and word)
+                *,
+                word_ids=None,  # word id of each piece, for level word (see `word_events`)
+                vocab=None,  # the piece of every vocabulary id, for level word (see `word_events`)
+                **kw,  # passed to `token_events` or `sequence_events`
+               ) -> pd.DataFrame:  # token, word or sequence events
         "Events of `output` (see above); `kw` go to `token_events` or `sequence_events`."
         if isinstance(output, Mapping):
             if self.level == 'sequence': return self.extract(**self._sequence_arrays(output), **kw)

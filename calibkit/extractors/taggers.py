@@ -24,13 +24,20 @@ def _finite(x, name: str, ndim: int) -> np.ndarray:
     if bad.any(): raise ValueError(f'{name}: {count_true(bad)} of {a.size} values are not finite (NaN or ±inf)')
     return a
 
-def softmax(logits, name: str = 'logits') -> np.ndarray:
+def softmax(
+    logits,  # n×K matrix of finite scores, one row per token
+    name: str = 'logits',  # the argument's name in error messages
+) -> np.ndarray:  # n×K probabilities, every row summing to 1
     "Row-wise softmax of an n×K matrix of finite logits (the row maximum subtracted first: no overflow)."
     z = _finite(logits, name, 2)
     e = np.exp(z - z.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 
-def check_probs(scores, name: str = 'scores', atol: float = 1e-5) -> np.ndarray:
+def check_probs(
+    scores,  # n×K matrix of probability rows, one per token
+    name: str = 'scores',  # the argument's name in error messages
+    atol: float = 1e-5,  # how far a row's sum may be from 1 (loose enough for float32 outputs)
+) -> np.ndarray:  # `scores` as a validated array
     "Validate an n×K matrix of probability rows: values in [0, 1], every row summing to 1 within `atol`."
     s = check_conf(scores, name, ndim=2)
     dev = np.abs(s.sum(axis=1, dtype=np.float64) - 1)
@@ -96,8 +103,14 @@ def _forward_backward(E, lengths, W, s, e, ids=None) -> tuple[np.ndarray, np.nda
     p[np.arange(T) >= lengths[:, None]] = 0.0
     return p, log_z
 
-def forward_backward(emissions, transitions, start=None, end=None, lengths=None) -> tuple[np.ndarray, np.ndarray]:
-    "Padded batch (B, T, K) of emission scores → per-token marginals (B, T, K), 0 past each length, and log Z (B,)."
+def forward_backward(
+    emissions,  # (B, T, K) emission scores of a padded batch of B sentences
+    transitions,  # (K, K) transition scores, row = previous tag; -inf forbids a transition
+    start=None,  # K scores of starting a sentence with each tag (default 0)
+    end=None,  # K scores of ending a sentence with each tag (default 0)
+    lengths=None,  # B integers in [1, T]: the tokens of each sentence (default: all T)
+) -> tuple[np.ndarray, np.ndarray]:  # per-token marginals (B, T, K), 0 past each length, and log Z (B,)
+    "Per-token marginals and log Z of a padded batch, by forward–backward in log space (Rabiner 1989, §III.A)."
     E = _finite(emissions, 'emissions', 3)
     B, T, K = E.shape
     W, s, e = _check_chain(K, transitions, start, end)
@@ -134,8 +147,14 @@ def _batches(lengths: np.ndarray, k: int) -> list[np.ndarray]:
     order = np.argsort(lengths, kind='stable')
     return [order[i:i + size] for i in range(0, len(order), size)]
 
-def crf_marginals(emissions, transitions, start=None, end=None):
-    "Exact per-token marginals P(y_t = k | x) of a linear-chain CRF (or an HMM, in log probabilities): (T, K) → (T, K), list → list."
+def crf_marginals(
+    emissions,  # (T, K) emission scores of one sentence, or a list of them (the same K)
+    transitions,  # (K, K) transition scores, row = previous tag; -inf forbids a transition
+    start=None,  # K scores of starting a sentence with each tag (default 0)
+    end=None,  # K scores of ending a sentence with each tag (default 0)
+) -> np.ndarray | list[np.ndarray]:  # P(y_t = k | x): a (T, K) array per sentence, a list for a list
+    """Exact per-token marginals P(y_t = k | x) of a linear-chain CRF (Lafferty, McCallum & Pereira 2001) or of an
+    HMM (in log probabilities), by forward–backward (Rabiner 1989, §III.A): (T, K) → (T, K), list → list."""
     seqs, single = _sentences(emissions)
     k = seqs[0].shape[1]
     W, s, e = _check_chain(k, transitions, start, end)
@@ -152,7 +171,12 @@ def crf_marginals(emissions, transitions, start=None, end=None):
     return out[0] if single else out
 
 # %% ../../nbs/11_extract_taggers.ipynb #6b763163
-def from_crfsuite(marginals, labels=None, *, atol: float = 1e-6) -> tuple[list[np.ndarray], list]:
+def from_crfsuite(
+    marginals,  # per sentence, per token a {tag: probability} dict (sklearn-crfsuite's `predict_marginals`)
+    labels=None,  # the tags in column order (default: the tags sorted)
+    *,
+    atol: float = 1e-6,  # how far a probability may lie outside [0, 1] (it is clipped), or a row's sum from 1
+) -> tuple[list[np.ndarray], list]:  # one (T, K) array per sentence, and the labels
     "sklearn-crfsuite `predict_marginals` output (per sentence, per token a {tag: prob} dict) → ((T, K) arrays, labels)."
     sents = list(marginals)
     if not sents: raise ValueError('marginals is empty: no sentences')
@@ -197,8 +221,15 @@ def _tag_index(tag, labels, k: int) -> int:
         raise ValueError(f'tag must be a column id in [0, {k}) (or a name, with labels=), got {tag!r}')
     return int(tag)
 
-def query_events(scores, gold, tag, *, labels=None) -> pd.DataFrame:
-    "One event per row for the query 'is this token tagged `tag`?': conf = its score for `tag`, correct = [gold == tag]."
+def query_events(
+    scores,  # n×K probability rows, one per token
+    gold,  # the gold tag per token (ids, or names with `labels`)
+    tag,  # the query tag: a column id, or a name with `labels`
+    *,
+    labels=None,  # the K tag names in column order
+) -> pd.DataFrame:  # events `item`, `label`, `conf`, `correct`: one per token
+    """One event per row for the query 'is this token tagged `tag`?' (Nguyen, thesis §4.2): conf = its score for
+    `tag`, correct = [gold == tag]."""
     s, g = check_scores(scores, gold, labels)
     k = _tag_index(tag, labels, s.shape[1])
     n = len(s)
@@ -225,8 +256,17 @@ def _flatten(scores, gold):
     item = np.repeat(np.arange(len(n)), n)
     return np.concatenate(mats), np.concatenate([np.asarray(g) for g in gold]), item, np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
 
-def tagger_events(scores, gold, *, events: str = 'marginal', tag=None, threshold=None, labels=None) -> pd.DataFrame:
-    "Events of per-token score rows: `marginal` (cells ≥ threshold), `top` (argmax) or `query` (is it `tag`?)."
+def tagger_events(
+    scores,  # n×K probability rows (one matrix), or one (T, K) matrix per sentence
+    gold,  # the gold tags: one per row, or one sequence per sentence (ids, or names with `labels`)
+    *,
+    events: str = 'marginal',  # 'marginal' (cells ≥ threshold), 'top' (argmax) or 'query' (is it `tag`?)
+    tag=None,  # the query tag (a column id, or a name with `labels`); for events='query' only
+    threshold=None,  # lowest score of a marginal event (default: the settings' threshold, 0.01); 'marginal' only
+    labels=None,  # the K tag names in column order
+) -> pd.DataFrame:  # events `item` (`pos` for sentences), `label`, `kind`, `conf`, `correct`
+    """Events of per-token score rows: `marginal` (cells ≥ threshold; Kranzlein et al. 2021), `top` (argmax) or
+    `query` (is it `tag`? Nguyen, thesis §4.2)."""
     _check_events(events, tag, threshold)
     s, g, item, pos = _flatten(scores, gold)
     if events == 'marginal': ev = events_from_scores(s, g, threshold=default('threshold', threshold), labels=labels)
@@ -256,15 +296,29 @@ class TaggerExtractor(Extractor):
     "Base of the tagger extractors: a model's output → per-token probability rows → `marginal`, `top` or `query` events."
     reads_optional = _OPTIONAL
 
-    def __init__(self, events: str = 'marginal', tag=None, threshold=None):
+    def __init__(self,
+                 events: str = 'marginal',  # 'marginal', 'top' or 'query' events (see `tagger_events`)
+                 tag=None,  # the query tag, for events='query' only
+                 threshold=None,  # lowest score of a marginal event (default: the settings' threshold)
+                ):
         _check_events(events, tag, threshold)
         self.events, self.tag, self.threshold = events, tag, threshold
 
-    def scores(self, output, labels=None, **kw) -> tuple:
+    def scores(self,
+               output,  # the model's output: a matrix, or a list of them, one per sentence
+               labels=None,  # the K tag names in column order
+               **kw,  # the model's other arrays (e.g. `transitions`)
+              ) -> tuple:  # the probability rows (as `output`: a matrix or a list) and their labels
         "The probability rows of `output` (a matrix, or a list of them, one per sentence) and their labels."
         raise NotImplementedError(f'{type(self).__name__} must define scores(output, labels=None, **kw): the tagger extractors implement it')
 
-    def extract(self, output, gold=None, *, labels=None, **kw) -> pd.DataFrame:
+    def extract(self,
+                output,  # the model's output (see `scores`), or a mapping holding it all (keys in `reads`)
+                gold=None,  # the gold tags: one per row, or one sequence per sentence (ids, or names with `labels`)
+                *,
+                labels=None,  # the K tag names in column order
+                **kw,  # passed to `scores` (e.g. `transitions=`, `start=`, `end=`)
+               ) -> pd.DataFrame:  # events (see `tagger_events`)
         """Events of `output` against `gold` (tag ids, or names with `labels=`); `kw` go to `scores`.
         A mapping `output` holds them all under the keys in `reads` and `reads_optional`."""
         if isinstance(output, Mapping):
@@ -285,7 +339,13 @@ class SoftmaxExtractor(TaggerExtractor):
     description = 'Softmax tagger: n×K probabilities or logits (one matrix, or one per sentence) → marginal, top-label or query events'
     reads = {'scores': 'n×K probabilities (or logits, with kind="logits"), one row per token', 'gold': _GOLD}
 
-    def __init__(self, kind: str = 'probs', events: str = 'marginal', tag=None, threshold=None, atol: float = 1e-5):
+    def __init__(self,
+                 kind: str = 'probs',  # 'probs' (validated probability rows) or 'logits' (turned into them by softmax)
+                 events: str = 'marginal',  # 'marginal', 'top' or 'query' events (see `tagger_events`)
+                 tag=None,  # the query tag, for events='query' only
+                 threshold=None,  # lowest score of a marginal event (default: the settings' threshold)
+                 atol: float = 1e-5,  # how far a row's sum may be from 1 (kind='probs')
+                ):
         if kind not in ('probs', 'logits'): raise ValueError(f"kind must be 'probs' or 'logits', got {kind!r}")
         super().__init__(events, tag, threshold)
         self.kind, self.atol = kind, atol
@@ -306,7 +366,14 @@ class CRFMarginalsExtractor(TaggerExtractor):
              'transitions': 'K×K transition scores, row = previous tag', 'gold': _GOLD}
     reads_optional = {**_OPTIONAL, 'start': 'K scores of starting a sentence with each tag', 'end': 'K scores of ending one'}
 
-    def scores(self, output, labels=None, *, transitions, start=None, end=None):
+    def scores(self,
+               output,  # emission scores: one (T, K) array, or a list of them, one per sentence
+               labels=None,  # the K tag names in column order
+               *,
+               transitions,  # (K, K) transition scores, row = previous tag; -inf forbids a transition
+               start=None,  # K scores of starting a sentence with each tag (default 0)
+               end=None,  # K scores of ending a sentence with each tag (default 0)
+              ) -> tuple:  # the marginals (see `crf_marginals`) and their labels
         return crf_marginals(output, transitions, start, end), labels
 
 # %% ../../nbs/11_extract_taggers.ipynb #22d2e0cb

@@ -53,7 +53,9 @@ def _in_quote(tokens: list[str]) -> np.ndarray:
     return straight | (last_open > last_close)
 
 # %% ../../nbs/14_models_coref.ipynb #817d515a
-def mention_attributes(doc: CorefDocument) -> pd.DataFrame:
+def mention_attributes(
+    doc: CorefDocument,  # a document: its tokens and gold mentions
+) -> pd.DataFrame:  # one row per mention
     "One row per mention: type, head, text (lowercased), pronoun group, person, number, gender, quote, length."
     m, toks = doc.mentions, doc.tokens
     quote = _in_quote(toks)
@@ -155,18 +157,29 @@ def _matrix(templates, n_rows: int, offset: int, n_cols: int) -> sparse.csr_matr
 # %% ../../nbs/14_models_coref.ipynb #f7b6b852
 class Design:
     "Option rows of one or more documents: sparse features `X`, row -> `mention` and `dist` (0 = new), `gold` rows, block `starts`."
-    def __init__(self, X, mention, dist, gold, n_mentions):
+    def __init__(self,
+                 X,  # sparse features, one row per option
+                 mention,  # the mention of each row (blocks of rows, in document order)
+                 dist,  # each row's option: the distance back to the candidate (0 = new entity)
+                 gold,  # whether each row is a gold option
+                 n_mentions,  # number of mentions
+                ):
         self.X, self.mention, self.dist, self.gold, self.n_mentions = X, mention, dist, gold, n_mentions
         self.starts = np.flatnonzero(np.r_[True, mention[1:] != mention[:-1]])
 
     @staticmethod
-    def stack(parts: list['Design']) -> 'Design':
+    def stack(
+        parts: list['Design'],  # the designs of documents, in order
+    ) -> 'Design':  # one design, their mentions renumbered in order
         offsets = np.cumsum([0] + [p.n_mentions for p in parts])
         return Design(sparse.vstack([p.X for p in parts], format='csr'),
                       np.concatenate([p.mention + o for p, o in zip(parts, offsets)]),
                       np.concatenate([p.dist for p in parts]), np.concatenate([p.gold for p in parts]), int(offsets[-1]))
 
-def design(doc: CorefDocument, window: int) -> tuple[Design, list[str]]:
+def design(
+    doc: CorefDocument,  # a document: its tokens and gold mentions
+    window: int,  # candidates of a mention: the `window` previous mentions
+) -> tuple[Design, list[str]]:  # the option rows and the feature names
     "The option rows of `doc` with a window of `window` candidates, and the feature names."
     A, m = mention_attributes(doc), doc.mentions
     n = len(m)
@@ -202,8 +215,14 @@ def _ranking_loss(w, d: Design, C: float):
     return loss, d.X.T @ (p - q) + w / C
 
 class MentionRanker:
-    "Log-linear mention-ranking model: P(antecedent of mention i) over {new} ∪ the `window` previous mentions."
-    def __init__(self, window: int = 50, C: float = 1.0, objective: str = 'ranking', max_iter: int = 500):
+    """Log-linear mention-ranking model: P(antecedent of mention i) over {new} ∪ the `window` previous mentions,
+    trained by the mention-ranking likelihood (Durrett & Klein 2013, Lee et al. 2017)."""
+    def __init__(self,
+                 window: int = 50,  # candidates of a mention: the `window` previous mentions
+                 C: float = 1.0,  # inverse strength of the L2 penalty |w|²/2C, > 0
+                 objective: str = 'ranking',  # 'ranking' (the likelihood) or 'pairwise' (the logistic regression alone)
+                 max_iter: int = 500,  # iterations at most of each solver
+                ):
         if objective not in ('ranking', 'pairwise'): raise ValueError(f"objective must be 'ranking' or 'pairwise', got {objective!r}")
         if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
             raise ValueError(f'window must be an integer >= 1, got {window!r}')
@@ -222,7 +241,10 @@ class MentionRanker:
             parts.append(d)
         return Design.stack(parts)
 
-    def fit(self, docs, quiet: bool | None = None) -> 'MentionRanker':
+    def fit(self,
+            docs,  # documents (`CorefDocument`) with gold mentions and clusters
+            quiet: bool | None = None,  # no progress bar (default: `$CALIBKIT_QUIET` set)
+           ) -> 'MentionRanker':  # self
         "Fit on gold mentions and clusters of `docs` (pairwise logistic regression, then the ranking likelihood)."
         d = self._design(docs, quiet)
         with fixed_threads():
@@ -240,7 +262,9 @@ class MentionRanker:
     def _check_fitted(self):
         if self.coef_ is None: raise RuntimeError('MentionRanker is not fitted: call .fit(docs) first')
 
-    def antecedent_probs(self, doc: CorefDocument) -> np.ndarray:
+    def antecedent_probs(self,
+                         doc: CorefDocument,  # a document with gold mentions
+                        ) -> np.ndarray:  # the (n, window+1) window matrix
         "Window matrix (n, window+1): column 0 = P(new entity), column k = P(antecedent is mention i-k); 0 before the document start."
         self._check_fitted()
         d = self._design(doc)
@@ -255,7 +279,10 @@ class MentionRanker:
         return pd.Series(self.coef_, index=self.feature_names_)
 
 # %% ../../nbs/14_models_coref.ipynb #f5ce02bd
-def split_documents(docs: list, every: int = 5) -> dict[str, list]:
+def split_documents(
+    docs: list,  # documents in reading order
+    every: int = 5,  # of every `every` documents (>= 3) the next-to-last is dev, the last test
+) -> dict[str, list]:  # 'train', 'dev', 'test' -> their documents
     "Deterministic train/dev/test split by position: of every `every` documents the next-to-last is dev, the last test."
     if every < 3: raise ValueError(f'every must be >= 3 (train, dev and test each need a document), got {every}')
     part = lambda k: 'dev' if k % every == every - 2 else 'test' if k % every == every - 1 else 'train'
@@ -263,7 +290,10 @@ def split_documents(docs: list, every: int = 5) -> dict[str, list]:
     for k, d in enumerate(docs): out[part(k)].append(d)
     return out
 
-def evaluate(model: MentionRanker, docs) -> pd.DataFrame:
+def evaluate(
+    model: MentionRanker,  # a fitted model
+    docs,  # documents (`CorefDocument`) with gold clusters
+) -> pd.DataFrame:  # one row per mention
     "One row per mention: doc, mention, type, anaphoric (has an earlier gold mention), chosen distance (0 = new), p of it, correct."
     rows = []
     for doc in docs:

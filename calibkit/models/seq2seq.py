@@ -27,20 +27,26 @@ PAD, BOS, EOS = 0, 1, 2
 
 class Seq2SeqData(NamedTuple):
     "Source and target texts and piece ids (one per sentence), the sorted train/test sentence indices and the tokenizer."
-    src: list[str]
-    tgt: list[str]
-    src_ids: list[list[int]]
-    tgt_ids: list[list[int]]
-    train_idx: np.ndarray
-    test_idx: np.ndarray
-    tokenizer: Tokenizer
+    src: list[str]            # source texts: the words of each sentence
+    tgt: list[str]            # target texts: 'lemma UPOS' per word
+    src_ids: list[list[int]]  # piece ids of each source
+    tgt_ids: list[list[int]]  # piece ids of each target
+    train_idx: np.ndarray     # sorted indices of the training pairs
+    test_idx: np.ndarray      # sorted indices of the held-out pairs
+    tokenizer: Tokenizer      # the BPE tokenizer learned on the training pairs
 
     @property
     def vocab(self) -> list[str]:
         "The piece of every id."
         return [self.tokenizer.id_to_token(i) for i in range(self.tokenizer.get_vocab_size())]
 
-def ewt_seq2seq_data(data_dir=None, *, max_words: int = 12, vocab_size: int = 1000, seed: int | None = None) -> Seq2SeqData:
+def ewt_seq2seq_data(
+    data_dir=None,  # the folder holding `EWT_SPLITS` (default: the bundled copy)
+    *,
+    max_words: int = 12,  # longest sentence kept, in words
+    vocab_size: int = 1000,  # BPE pieces, the `SPECIALS` included
+    seed: int | None = None,  # random seed of the test split (default: the settings' seed)
+) -> Seq2SeqData:  # texts, piece ids, the split and the tokenizer
     """UD EWT dev + test sentences of at most `max_words` words as (words → 'lemma UPOS' per word) pairs, a random
     fifth held out for test (`seed`), and a BPE vocabulary of `vocab_size` pieces learned on the training pairs."""
     from calibkit.datasets.ud import read_conllu
@@ -65,7 +71,12 @@ def ewt_seq2seq_data(data_dir=None, *, max_words: int = 12, vocab_size: int = 10
     return Seq2SeqData(src, tgt, ids(src), ids(tgt), train_idx, test_idx, tok)
 
 # %% ../../nbs/16_models_seq2seq.ipynb #9667674d
-def pad(seqs, pre=(), post=(), value: int = PAD) -> torch.Tensor:
+def pad(
+    seqs,  # sequences of ids (lists)
+    pre=(),  # ids put before each sequence (e.g. `(BOS,)`)
+    post=(),  # ids put after each sequence (e.g. `(EOS,)`)
+    value: int = PAD,  # the padding id
+) -> torch.Tensor:  # B×L LongTensor
     "A B×L LongTensor of `pre + seq + post` per row of `seqs` (lists of ids), padded with `value`."
     rows = [[*pre, *s, *post] for s in seqs]
     if not rows: raise ValueError('seqs is empty: no sequences to pad')
@@ -85,7 +96,10 @@ def _check_idx(idx, n: int, name: str = 'idx') -> np.ndarray:
     if bad.any(): raise ValueError(f'{name}: {int(bad.sum())} of {a.size} indices are outside [0, {n})')
     return a
 
-def batch_tensors(data: Seq2SeqData, idx) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def batch_tensors(
+    data: Seq2SeqData,  # the pairs
+    idx,  # indices of the pairs in the batch
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # source, decoder input and labels, each B×L
     "Source, decoder input (`<s>` + target) and labels (target + `</s>`, padding -100) of the pairs `idx`."
     idx = _check_idx(idx, len(data.src))
     tgt = [data.tgt_ids[i] for i in idx]
@@ -94,7 +108,11 @@ def batch_tensors(data: Seq2SeqData, idx) -> tuple[torch.Tensor, torch.Tensor, t
 # %% ../../nbs/16_models_seq2seq.ipynb #d2781fd1
 class Seq2Seq(nn.Module):
     "Bidirectional GRU encoder, GRU decoder with dot-product attention, tied embeddings (see the equations above)."
-    def __init__(self, vocab_size: int, hidden: int, dropout: float):
+    def __init__(self,
+                 vocab_size: int,  # pieces in the vocabulary (the embeddings are tied with the output layer)
+                 hidden: int,  # size of the embeddings and of the decoder state (each encoder direction too)
+                 dropout: float,  # dropout probability in [0, 1), on the embeddings and before the output layer
+                ):
         super().__init__()
         vocab_size = check_int('vocab_size', vocab_size, len(SPECIALS) + 1)
         hidden = check_int('hidden', hidden, 1)
@@ -109,27 +127,41 @@ class Seq2Seq(nn.Module):
         self.out.weight = self.emb.weight
         self.drop = nn.Dropout(dropout)
 
-    def encode(self, x):
+    def encode(self,
+               x,  # B×S source ids, padded with `PAD`
+              ) -> tuple:  # (e, k, mask, d_0)
         "Source states $e$, keys $k$, the source mask and the decoder's initial state $d_0$."
         m = x != PAD
         e, _ = self.enc(self.drop(self.emb(x)))
         h0 = torch.tanh(self.bridge((e * m[..., None]).sum(1) / m.sum(1, keepdim=True)))[None]
         return e, self.key(e), m, h0
 
-    def step(self, y_in, state, e, k, m):
+    def step(self,
+             y_in,  # B×L decoder input ids
+             state,  # the decoder's state before them
+             e,  # source states (from `encode`)
+             k,  # attention keys (from `encode`)
+             m,  # the source mask (from `encode`)
+            ) -> tuple:  # (B×L×V logits, the new state)
         "Logits for the next token after each of `y_in` (B×L), and the new decoder state."
         d, state = self.dec(self.drop(self.emb(y_in)), state)
         a = torch.einsum('bth,bsh->bts', d, k).masked_fill(~m[:, None], -1e9).softmax(-1)
         ctx = torch.einsum('bts,bsh->bth', a, e)
         return self.out(self.drop(torch.tanh(self.comb(torch.cat([d, ctx], -1))))), state
 
-    def forward(self, x, y_in):
+    def forward(self,
+                x,  # B×S source ids
+                y_in,  # B×L decoder input: `<s>` and the gold prefix
+               ) -> torch.Tensor:  # B×L×V logits
         "Teacher forcing: logits (B×L×V) of every target position given the gold prefix `y_in`."
         e, k, m, h0 = self.encode(x)
         return self.step(y_in, h0, e, k, m)[0]
 
     @torch.no_grad()
-    def greedy(self, x, max_len: int):
+    def greedy(self,
+               x,  # B×S source ids
+               max_len: int,  # decoding steps at most
+              ) -> tuple[np.ndarray, np.ndarray]:  # B×L ids and B×L step confidences
         "Free-running greedy decoding: decoded ids and each step's max probability (B×L), stopping when all emitted EOS."
         e, k, m, state = self.encode(x)
         y, ids, conf = torch.full((len(x), 1), BOS), [], []
@@ -143,8 +175,17 @@ class Seq2Seq(nn.Module):
         return torch.stack(ids, 1).numpy(), torch.stack(conf, 1).numpy()
 
 # %% ../../nbs/16_models_seq2seq.ipynb #a2192336
-def train(data: Seq2SeqData, *, hidden: int = 64, dropout: float = 0.1, epochs: int = 12, batch_size: int = 64,
-          lr: float = 3e-3, seed: int | None = None, idx=None) -> tuple[Seq2Seq, list[float]]:
+def train(
+    data: Seq2SeqData,  # the pairs (from `ewt_seq2seq_data`)
+    *,
+    hidden: int = 64,  # the model's size (see `Seq2Seq`)
+    dropout: float = 0.1,  # dropout probability in [0, 1) during training
+    epochs: int = 12,  # passes over the training pairs
+    batch_size: int = 64,  # pairs per batch
+    lr: float = 3e-3,  # Adam's learning rate
+    seed: int | None = None,  # random seed of the initial weights and the batches (default: the settings' seed)
+    idx=None,  # indices of the training pairs (default: `data.train_idx`)
+) -> tuple[Seq2Seq, list[float]]:  # the model, in eval mode, and the mean loss per piece of every epoch
     "A `Seq2Seq` trained on the pairs `idx` (default: the train split) by teacher forcing; returned in eval mode with the per-epoch loss per piece."
     if not isinstance(data, Seq2SeqData): raise TypeError(f'data must be a Seq2SeqData (from ewt_seq2seq_data), got {type(data).__name__}')
     epochs, batch_size = check_int('epochs', epochs, 1), check_int('batch_size', batch_size, 1)
@@ -182,7 +223,12 @@ def _check_model(model):
     if not isinstance(model, Seq2Seq): raise TypeError(f'model must be a Seq2Seq, got {type(model).__name__}')
     if model.training: raise ValueError('model is in training mode (dropout on): call model.eval() first')
 
-def decode(model: Seq2Seq, sources, *, max_len: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def decode(
+    model: Seq2Seq,  # a trained model, in eval mode
+    sources,  # source sequences: lists of piece ids
+    *,
+    max_len: int,  # decoding steps at most
+) -> tuple[list[np.ndarray], list[np.ndarray]]:  # per source: the decoded ids and their step confidences
     "Greedy outputs of `sources` (lists of ids): ids up to and including the first EOS, and their step confidences."
     _check_model(model)
     max_len = check_int('max_len', max_len, 1)
@@ -195,15 +241,20 @@ def decode(model: Seq2Seq, sources, *, max_len: int) -> tuple[list[np.ndarray], 
 
 class Seq2SeqEvents(NamedTuple):
     "One model's events on a split: teacher-forced tokens and words (min over pieces), greedy sequences by aggregation, accuracies."
-    tokens: pd.DataFrame
-    words: pd.DataFrame
-    sequences: dict[str, pd.DataFrame]
-    token_accuracy: float
-    word_accuracy: float
-    exact_match: float
+    tokens: pd.DataFrame                # teacher-forced token events (`token_events`)
+    words: pd.DataFrame                 # word events, min over the pieces (`word_events`)
+    sequences: dict[str, pd.DataFrame]  # 'min', 'mean', 'prod' -> sequence events of greedy decoding
+    token_accuracy: float               # fraction of the tokens predicted right
+    word_accuracy: float                # fraction of the words predicted right
+    exact_match: float                  # fraction of the sequences decoded exactly
 
-def model_events(model: Seq2Seq, data: Seq2SeqData, idx=None) -> Seq2SeqEvents:
-    "Token and word events (teacher forcing) and sequence events by `min`, `mean` and `prod` (greedy decoding) of the pairs `idx` (default: test)."
+def model_events(
+    model: Seq2Seq,  # a trained model, in eval mode
+    data: Seq2SeqData,  # the pairs
+    idx=None,  # indices of the pairs (default: `data.test_idx`)
+) -> Seq2SeqEvents:  # the events of the three levels and the accuracies
+    """Token and word events (teacher forcing) and sequence events by `min`, `mean` and `prod` (greedy decoding) of
+    the pairs `idx`, the three levels of Stengel-Eskin & Van Durme 2023."""
     _check_model(model)
     idx = data.test_idx if idx is None else _check_idx(idx, len(data.src))
     with fixed_threads():
@@ -217,8 +268,16 @@ def model_events(model: Seq2Seq, data: Seq2SeqData, idx=None) -> Seq2SeqEvents:
     return Seq2SeqEvents(tokens, words, seqs, float(tokens.correct.mean()), float(words.correct.mean()),
                          float(seqs['min'].correct.mean()))
 
-def seq2seq_study_events(data_dir=None, *, hidden: int = 64, dropout: float = 0.1, epochs: int = 12,
-                         max_words: int = 12, vocab_size: int = 1000, seed: int | None = None) -> Seq2SeqEvents:
+def seq2seq_study_events(
+    data_dir=None,  # the folder holding `EWT_SPLITS` (default: the bundled copy)
+    *,
+    hidden: int = 64,  # the model's size (see `Seq2Seq`)
+    dropout: float = 0.1,  # dropout probability in [0, 1) during training
+    epochs: int = 12,  # passes over the training pairs
+    max_words: int = 12,  # longest sentence kept, in words
+    vocab_size: int = 1000,  # BPE pieces, the `SPECIALS` included
+    seed: int | None = None,  # seed of the split, the initial weights and the batches (default: the settings' seed)
+) -> Seq2SeqEvents:  # the test split's events and accuracies
     "Train a `Seq2Seq` on UD EWT (`ewt_seq2seq_data` from `data_dir`, default the bundled copy) and return its test-split `model_events`."
     data = ewt_seq2seq_data(data_dir, max_words=max_words, vocab_size=vocab_size, seed=seed)
     model, _ = train(data, hidden=hidden, dropout=dropout, epochs=epochs, seed=seed)

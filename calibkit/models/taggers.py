@@ -26,7 +26,9 @@ _CASES = ('lower', 'cap', 'upper', 'mixed')
 WORD_CLASSES = ('@mention', '#hashtag', 'url', 'emoticon', 'number', 'punct') + tuple(
     f'{c}-{s}' for c in _CASES for s in _SUFFIXES + ('none',))
 
-def word_class(w: str) -> str:
+def word_class(
+    w: str,  # a word
+) -> str:  # one of `WORD_CLASSES`
     "The coarse class of a word (one of `WORD_CLASSES`): Twitter cue, number, punctuation, or case + suffix."
     if len(w) > 1 and w[0] == '@': return '@mention'
     if len(w) > 1 and w[0] == '#': return '#hashtag'
@@ -40,7 +42,9 @@ def word_class(w: str) -> str:
     lw = w.lower()
     return f'{case}-{next((s for s in _SUFFIXES if lw.endswith(s) and len(lw) > len(s)), "none")}'
 
-def word_shape(w: str) -> str:
+def word_shape(
+    w: str,  # a word
+) -> str:  # its shape, e.g. 'Xx'
     "Upper- and lowercase letters and digits mapped to X, x, d, runs collapsed: 'Hello' → 'Xx', 'ABC123' → 'Xd', '@bob' → '@x'."
     s = ''.join('X' if c.isupper() else 'x' if c.islower() else 'd' if c.isdigit() else c for c in w)
     return re.sub(r'(.)\1+', r'\1', s)
@@ -48,7 +52,10 @@ def word_shape(w: str) -> str:
 # %% ../../nbs/12_models_taggers.ipynb #5be4b353
 FEATURE_SETS = ('basic', 'advanced')
 
-def token_features(sent: list[str], features: str = 'advanced') -> list[dict]:
+def token_features(
+    sent: list[str],  # a sentence: its words
+    features: str = 'advanced',  # 'basic' (word, bias) or 'advanced' (one of `FEATURE_SETS`)
+) -> list[dict]:  # one {feature: value} dict per token
     "One feature dict per token of `sent`: `basic` (word, bias) or `advanced` (window, shape, length, affixes, Twitter cues)."
     if features not in FEATURE_SETS: raise ValueError(f'features must be one of {FEATURE_SETS}, got {features!r}')
     out = [{'bias': 1.0, 'w': w} for w in sent]
@@ -97,9 +104,9 @@ def _split(m: np.ndarray, sents) -> list[np.ndarray]:
 class Potentials(NamedTuple):
     "Scores of a linear-chain model, in `crf_marginals`' argument order: `crf_marginals(*potentials)`."
     emissions: list       # one (T, K) array per sentence
-    transitions: np.ndarray
-    start: np.ndarray | None = None
-    end: np.ndarray | None = None
+    transitions: np.ndarray          # (K, K) transition scores, row = previous tag
+    start: np.ndarray | None = None  # K scores of starting a sentence with each tag (None: 0)
+    end: np.ndarray | None = None    # K scores of ending a sentence with each tag (None: 0)
 
 class Tagger:
     "Shared behaviour: validation, posterior decoding and token accuracy; subclasses define `fit` and `marginals`."
@@ -108,13 +115,17 @@ class Tagger:
     def _check_fitted(self):
         if not hasattr(self, 'tags_'): raise NotFittedError(f'this {type(self).__name__} is not fitted yet: call fit(sents, tags) first')
 
-    def predict(self, sents) -> list[list[str]]:
+    def predict(self,
+                sents,  # sentences: lists of words
+               ) -> list[list[str]]:  # one list of tags per sentence
         "The most probable tag of every token (posterior decoding), one list per sentence."
         self._check_fitted()
         tags = np.array(self.tags_, dtype=object)
         return [list(tags[m.argmax(axis=1)]) for m in self.marginals(sents)]
 
-    def gold_ids(self, tags) -> np.ndarray:
+    def gold_ids(self,
+                 tags,  # gold tags, one list per sentence
+                ) -> np.ndarray:  # column ids, sentences concatenated
         "Column ids in `tags_` of gold `tags` (a list of tag sequences), flattened; unknown tags are an error."
         self._check_fitted()
         flat = [t for s in _check_sents(tags, 'tags') for t in s]
@@ -125,7 +136,10 @@ class Tagger:
                              f'({unknown[:5]}); tags_ = {self.tags_}')
         return ids
 
-    def score(self, sents, tags) -> float:
+    def score(self,
+              sents,  # sentences: lists of words
+              tags,  # their gold tags, one list per sentence
+             ) -> float:  # the fraction of tokens tagged right
         "Token accuracy of `predict` against gold `tags`."
         sents, tags = _check_data(sents, tags)
         g = self.gold_ids(tags)
@@ -135,14 +149,21 @@ class Tagger:
 _CLASS_INDEX = pd.Index(WORD_CLASSES)
 
 class HMMTagger(Tagger):
-    "First-order HMM: add-k smoothed maximum likelihood; unknown words emitted as their word class (learnt from hapaxes)."
+    """First-order HMM (Rabiner 1989): add-k smoothed maximum likelihood; unknown words emitted as their word class
+    (learnt from hapaxes)."""
 
-    def __init__(self, k_emit: float = 0.01, k_trans: float = 0.1):
+    def __init__(self,
+                 k_emit: float = 0.01,  # add-k smoothing of the emission counts, > 0
+                 k_trans: float = 0.1,  # add-k smoothing of the start, transition and end counts, > 0
+                ):
         for name, v in (('k_emit', k_emit), ('k_trans', k_trans)):
             if not (isinstance(v, (int, float)) and v > 0): raise ValueError(f'{name} must be a positive number, got {v!r}')
         self.k_emit, self.k_trans = k_emit, k_trans
 
-    def fit(self, sents, tags) -> 'HMMTagger':
+    def fit(self,
+            sents,  # sentences: lists of words
+            tags,  # their gold tags, one list per sentence
+           ) -> 'HMMTagger':  # self
         "Count and smooth start, transition, end and emission probabilities."
         sents, tags = _check_data(sents, tags)
         words = pd.Series([w for s in sents for w in s], dtype=object)
@@ -168,7 +189,9 @@ class HMMTagger(Tagger):
         self.log_start_ = np.log((st + self.k_trans) / (len(sents) + self.k_trans * K))
         return self
 
-    def word_ids(self, sents) -> np.ndarray:
+    def word_ids(self,
+                 sents,  # sentences: lists of words
+                ) -> np.ndarray:  # one emission column per token, sentences concatenated
         "Emission column of every token: its vocabulary id, or (unknown word) its word class's."
         self._check_fitted()
         flat = [w for s in _check_sents(sents) for w in s]
@@ -177,21 +200,28 @@ class HMMTagger(Tagger):
         ids[unk] = len(self.vocab_) + _CLASS_INDEX.get_indexer([word_class(flat[i]) for i in unk])
         return ids
 
-    def potentials(self, sents) -> Potentials:
+    def potentials(self,
+                   sents,  # sentences: lists of words
+                  ) -> Potentials:  # log probabilities, for `crf_marginals`
         "Log emission probabilities per sentence, and the log transition, start and end probabilities."
         self._check_fitted()
         sents = _check_sents(sents)
         return Potentials(_split(self.log_emit_[:, self.word_ids(sents)].T, sents), self.log_trans_, self.log_start_, self.log_end_)
 
-    def marginals(self, sents) -> list[np.ndarray]:
+    def marginals(self,
+                  sents,  # sentences: lists of words
+                 ) -> list[np.ndarray]:  # one (T, K) array per sentence
         "Posterior P(y_t = k | sentence) by forward–backward, one (T, K) array per sentence."
         return crf_marginals(*self.potentials(sents))
 
 # %% ../../nbs/12_models_taggers.ipynb #5afba7af
 _FEATURE = np.dtype([('type', '<u4'), ('src', '<u4'), ('dst', '<u4'), ('weight', '<f8')])
 
-def crfsuite_weights(crf, labels) -> tuple[pd.Index, sparse.csr_matrix, np.ndarray]:
-    "Exact weights of a trained sklearn-crfsuite CRF: attribute names, state weights (A × K) and transitions (K × K), columns in `labels` order."
+def crfsuite_weights(
+    crf,  # a trained `sklearn_crfsuite.CRF` (its model file is read)
+    labels,  # the model's tags, in the column order wanted
+) -> tuple[pd.Index, sparse.csr_matrix, np.ndarray]:  # attribute names, state weights (A × K), transitions (K × K)
+    "Exact weights of a trained sklearn-crfsuite CRF, columns in `labels` order."
     buf = Path(crf.modelfile.name).read_bytes()
     magic, _, mtype, _, _, n_labels, n_attrs, off = struct.unpack_from('<4sI4s5I', buf)
     chunk, size, n = struct.unpack_from('<4sII', buf, off)
@@ -214,9 +244,15 @@ def crfsuite_weights(crf, labels) -> tuple[pd.Index, sparse.csr_matrix, np.ndarr
     return pd.Index(names), state, trans
 
 class CRFTagger(Tagger):
-    "Linear-chain CRF trained by crfsuite (L-BFGS, L2) on `basic` (word) or `advanced` (window, shape, affixes, Twitter cues) features."
+    """Linear-chain CRF (Lafferty, McCallum & Pereira 2001) trained by crfsuite (L-BFGS, L2) on `basic` (word) or
+    `advanced` (window, shape, affixes, Twitter cues) features."""
 
-    def __init__(self, features: str = 'basic', c2: float = 0.1, max_iterations: int = 100, c1: float = 0.0):
+    def __init__(self,
+                 features: str = 'basic',  # 'basic' or 'advanced' (see `token_features`)
+                 c2: float = 0.1,  # L2 penalty, >= 0
+                 max_iterations: int = 100,  # L-BFGS iterations at most
+                 c1: float = 0.0,  # L1 penalty, >= 0
+                ):
         if features not in FEATURE_SETS: raise ValueError(f'features must be one of {FEATURE_SETS}, got {features!r}')
         if not (c1 >= 0 and c2 >= 0): raise ValueError(f'c1 and c2 must be >= 0, got c1={c1}, c2={c2}')
         check_int('max_iterations', max_iterations, 1)
@@ -224,7 +260,10 @@ class CRFTagger(Tagger):
 
     def _x(self, sents) -> list[list[dict]]: return [token_features(s, self.features) for s in _check_sents(sents)]
 
-    def fit(self, sents, tags) -> 'CRFTagger':
+    def fit(self,
+            sents,  # sentences: lists of words
+            tags,  # their gold tags, one list per sentence
+           ) -> 'CRFTagger':  # self
         "Train with crfsuite, then read its exact weights (for `potentials`)."
         sklearn_crfsuite = require('sklearn_crfsuite', 'crf', 'the CRF tagger (CRFTagger)')
         sents, tags = _check_data(sents, tags)
@@ -236,12 +275,16 @@ class CRFTagger(Tagger):
         self.tags_ = tags_
         return self
 
-    def marginals(self, sents) -> list[np.ndarray]:
+    def marginals(self,
+                  sents,  # sentences: lists of words
+                 ) -> list[np.ndarray]:  # one (T, K) array per sentence
         "crfsuite's marginals P(y_t = k | sentence), one (T, K) array per sentence, columns in `tags_` order."
         self._check_fitted()
         return from_crfsuite(self.crf_.predict_marginals(self._x(sents)), self.tags_)[0]
 
-    def attribute_matrix(self, sents) -> sparse.csr_matrix:
+    def attribute_matrix(self,
+                         sents,  # sentences: lists of words
+                        ) -> sparse.csr_matrix:  # tokens × `attributes_`
         "crfsuite's attribute values of every token (tokens × `attributes_`); attributes unseen in training are dropped, as crfsuite does."
         import pycrfsuite
         self._check_fitted()
@@ -252,7 +295,9 @@ class CRFTagger(Tagger):
         rows, keep = np.repeat(np.arange(len(items)), sizes), cols >= 0
         return sparse.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(len(items), len(self.attributes_)))
 
-    def potentials(self, sents) -> Potentials:
+    def potentials(self,
+                   sents,  # sentences: lists of words
+                  ) -> Potentials:  # scores, for `crf_marginals`
         "Emission scores (one (T, K) array per sentence) and transition scores, from the exact learnt weights."
         E = (self.attribute_matrix(sents) @ self.state_weights_).toarray()
         return Potentials(_split(E, _check_sents(sents)), self.transitions_)
@@ -261,7 +306,12 @@ class CRFTagger(Tagger):
 class SoftmaxTagger(Tagger):
     "Multinomial logistic regression on each token's window features (scikit-learn): a softmax tagger, no transitions."
 
-    def __init__(self, C: float = 1.0, max_iter: int = 100, tol: float = 1e-3, seed: int | None = None):
+    def __init__(self,
+                 C: float = 1.0,  # inverse strength of the L2 penalty, > 0 (scikit-learn's `C`)
+                 max_iter: int = 100,  # passes of the SAGA solver at most
+                 tol: float = 1e-3,  # the solver's stopping tolerance
+                 seed: int | None = None,  # random seed of the solver (default: the settings' seed)
+                ):
         if not C > 0: raise ValueError(f'C must be > 0, got {C}')
         self.C, self.max_iter, self.tol, self.seed = C, max_iter, tol, seed
 
@@ -269,7 +319,10 @@ class SoftmaxTagger(Tagger):
         X = self.vectorizer_.transform([f for s in _check_sents(sents) for f in token_features(s, 'advanced')])
         return sparse.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)  # SAGA wants int32
 
-    def fit(self, sents, tags) -> 'SoftmaxTagger':
+    def fit(self,
+            sents,  # sentences: lists of words
+            tags,  # their gold tags, one list per sentence
+           ) -> 'SoftmaxTagger':  # self
         "Fit the vectoriser and the classifier on every training token."
         from sklearn.feature_extraction import DictVectorizer
         from sklearn.linear_model import LogisticRegression
@@ -281,18 +334,25 @@ class SoftmaxTagger(Tagger):
         self.tags_ = list(self.classifier_.classes_)
         return self
 
-    def logits(self, sents) -> list[np.ndarray]:
+    def logits(self,
+               sents,  # sentences: lists of words
+              ) -> list[np.ndarray]:  # one (T, K) array per sentence
         "Scores before the softmax, one (T, K) array per sentence."
         self._check_fitted()
         return _split(self.classifier_.decision_function(self._x(sents)), _check_sents(sents))
 
-    def marginals(self, sents) -> list[np.ndarray]:
+    def marginals(self,
+                  sents,  # sentences: lists of words
+                 ) -> list[np.ndarray]:  # one (T, K) array per sentence
         "Softmax probabilities, one (T, K) array per sentence."
         self._check_fitted()
         return _split(self.classifier_.predict_proba(self._x(sents)), _check_sents(sents))
 
 # %% ../../nbs/12_models_taggers.ipynb #77975f3c
-def tagger_output(model: Tagger, sents) -> tuple:
+def tagger_output(
+    model: Tagger,  # a fitted `HMMTagger`, `CRFTagger` or `SoftmaxTagger`
+    sents,  # sentences: lists of words
+) -> tuple:  # (output, extractor name, extractor parameters, `extract` keywords)
     "The model's raw output, the extractor that reads it, that extractor's parameters and `extract` keywords."
     if isinstance(model, HMMTagger):
         pot = model.potentials(sents)
@@ -302,7 +362,12 @@ def tagger_output(model: Tagger, sents) -> tuple:
     if isinstance(model, SoftmaxTagger): return model.logits(sents), 'softmax', dict(kind='logits'), {}
     raise TypeError(f'model must be an HMMTagger, CRFTagger or SoftmaxTagger, got {type(model).__name__}')
 
-def events_from_tagger(model: Tagger, sents, tags, **params) -> pd.DataFrame:
+def events_from_tagger(
+    model: Tagger,  # a fitted `HMMTagger`, `CRFTagger` or `SoftmaxTagger`
+    sents,  # sentences: lists of words
+    tags,  # their gold tags, one list per sentence
+    **params,  # the extractor's options: `events=`, `tag=`, `threshold=` (see `tagger_events`)
+) -> pd.DataFrame:  # tagger events (see `tagger_events`)
     "Events of a fitted tagger on tagged sentences, through its extractor (`events=`, `tag=`, `threshold=` in `params`)."
     from calibkit.plugins import extractor
     if not isinstance(model, Tagger):
