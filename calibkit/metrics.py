@@ -89,20 +89,22 @@ def _resample_stats(cs: np.ndarray, ys1: np.ndarray, first: np.ndarray, w: np.nd
     run = np.searchsorted(first, at(starts[1:]), 'right') - 1   # the run of equal confidences each cut falls in...
     f, e = first[run], first[run + 1]
     a, b = np.where(f > 0, cum[f - 1] >> 32, 0), cum[e - 1] >> 32   # ...spans ranks a..b−1 of the resample
-    k = np.where(starts[1:] - a > b - starts[1:], b, a)      # inside a run: to its nearer end (its start on a half split)
+    k = np.where(starts[1:] - a > b - starts[1:], b, a)      # inside a run: to its nearer end (start on a half split)
     k = k[(k > 0) & (k < n)]
     lo = np.r_[0, k[np.r_[True, k[1:] != k[:-1]]]] if len(k) else np.zeros(1, np.int64)   # merged cuts dropped
     hi = np.r_[lo[1:], n]
     p, q = at(lo), at(hi - 1)                                # positions of each bin's first and last event
     correct = np.diff(cum[q] & 0xFFFFFFFF, prepend=0)
-    return BinStats(n=hi - lo, sum_conf=np.add.reduceat(wq, p), sum_correct=correct.astype(np.float64), lo=cs[p], hi=cs[q])
+    return BinStats(n=hi - lo, sum_conf=np.add.reduceat(wq, p), sum_correct=correct.astype(np.float64),
+                    lo=cs[p], hi=cs[q])
 
 def _bootstrap_samples(conf, correct, spec: dict, n_samples: int, rng, chunk: int = 8,
                        debias: bool = False) -> np.ndarray:
     "CalibMSE of `n_samples` bootstrap resamples of the events, re-binned with the same bin specification (ties kept together)."
     c, y = as_pairs(conf, correct)
     n = len(c)
-    if n >= 2**31: raise ValueError(f"method='bootstrap' resamples at most 2**31 - 1 events, got {n:,}: use method='normal'")
+    if n >= 2**31:
+        raise ValueError(f"method='bootstrap' resamples at most 2**31 - 1 events, got {n:,}: use method='normal'")
     starts = bin_starts(n, **spec)
     o = np.argsort(c, kind='stable')
     cs = c[o].astype(np.float64)
@@ -114,7 +116,7 @@ def _bootstrap_samples(conf, correct, spec: dict, n_samples: int, rng, chunk: in
     def replicate(i):                                  # a chunk of replicates, not a loop over events
         s0, m = chunks[i]
         wq = np.empty(n)
-        for r in range(m):                             # multiplicities of the n draws of positions in the stable conf order
+        for r in range(m):                             # multiplicities of n positions drawn in the stable conf order
             w = np.bincount(gens[i].integers(0, n, size=n, dtype=np.intp), minlength=n)
             out[s0 + r] = _resample_stats(cs, ys1, first, w, starts, wq).sq_error(debias)
     with ThreadPoolExecutor(min(len(chunks), os.cpu_count() or 1)) as pool:   # numpy releases the GIL here

@@ -480,8 +480,8 @@ def test_bootstrap_by_weights_reproduces_sorted_draws(p, data):
     n = len(conf)
     spec = data.draw(st.sampled_from([{'n_bins': data.draw(st.integers(1, n), label='n_bins')},
                                       {'bin_size': data.draw(st.integers(1, n), label='bin_size')}]), label='spec')
-    kw = dict(n_samples=data.draw(st.integers(1, 30), label='n_samples'), chunk=data.draw(st.integers(1, 9), label='chunk'),
-              debias=data.draw(st.booleans(), label='debias'))
+    kw = dict(n_samples=data.draw(st.integers(1, 30), label='n_samples'),
+              chunk=data.draw(st.integers(1, 9), label='chunk'), debias=data.draw(st.booleans(), label='debias'))
     seed = data.draw(st.integers(0, 2**32 - 1), label='seed')
     new = _bootstrap_samples(conf, correct, spec, rng=np.random.default_rng(seed), **kw)
     ref = sorted_draws_bootstrap(conf, correct, spec, rng=np.random.default_rng(seed), **kw)
@@ -490,7 +490,7 @@ def test_bootstrap_by_weights_reproduces_sorted_draws(p, data):
 @props(60)
 @given(grid_pairs(), st.data())
 def test_resample_stats_equal_binning_the_sorted_resample(p, data):
-    "The bins of a resample from its weights alone (zero weights and large multiplicities included) are the bins of the resample."
+    "A resample binned from its weights alone (zero weights, large multiplicities) has the bins of the resample itself."
     conf, correct = p
     n = len(conf)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label='seed'))
@@ -502,7 +502,8 @@ def test_resample_stats_equal_binning_the_sorted_resample(p, data):
     first = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1], True])
     got = _resample_stats(cs, ys + (np.int64(1) << 32), first, np.bincount(d, minlength=n), starts, np.empty(n))
     ref = stats_from_sorted(cs[d], ys[d], keep_ties(cs[d], starts))
-    for f in ('n', 'sum_correct', 'lo', 'hi'): np.testing.assert_array_equal(getattr(got, f), getattr(ref, f), err_msg=f)
+    for f in ('n', 'sum_correct', 'lo', 'hi'):
+        np.testing.assert_array_equal(getattr(got, f), getattr(ref, f), err_msg=f)
     np.testing.assert_allclose(got.sum_conf, ref.sum_conf, rtol=1e-13)
 
 
