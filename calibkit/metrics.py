@@ -11,8 +11,8 @@ import numpy as np, pandas as pd
 from .config import default, progress
 from .events import (as_frame, as_pairs, check_bool, check_choice, check_int, check_scores, events_from_scores,
                              group_ids, group_map, top_label_events)
-from .binning import (BinStats, aggregate_gaps, bin_spec, bin_starts, bin_stats, equal_mass_stats, keep_ties,
-                              stats_from_sorted, wsum, z_value)
+from .binning import (BinStats, aggregate_gaps, bin_spec, bin_starts, bin_stats, equal_mass_stats, wsum,
+                              z_value)
 
 # %% auto #0
 __all__ = ['DRAWS_AT_ONCE', 'NORMS', 'calib_mse', 'Interval', 'calib_mse_interval', 'ece', 'ece_interval', 'smce',
@@ -76,25 +76,49 @@ def _normal_interval(st: BinStats, norm: str, n_samples: int, level: float, rng,
     m = vals.mean()
     return Interval(st.error(norm), max(0.0, float(m - h)), float(m + h))
 
+def _resample_stats(cs: np.ndarray, ys1: np.ndarray, first: np.ndarray, w: np.ndarray, starts: np.ndarray,
+                    wq: np.ndarray) -> BinStats:
+    """`BinStats` of the resample holding `w[p]` copies of sorted event p, binned as the sorted resample itself would be
+    (cuts at ranks `starts`, ties kept together), from cumulative weights: no resample is built, nothing is sorted.
+    `ys1` = 2³² + outcome per event; `first`: start of each run of equal `cs`, then len(cs); `wq`: scratch of len(cs)
+    floats. Overwrites `w`."""
+    n = len(cs)
+    np.multiply(w, cs, out=wq)                               # w·q, summed per bin at the end
+    cum = np.cumsum(np.multiply(w, ys1, out=w), out=w)      # (events so far) · 2³² + (correct events so far), exact
+    at = lambda k: np.searchsorted(cum, (k + 1) << 32)       # position of the event at rank k of the resample
+    run = np.searchsorted(first, at(starts[1:]), 'right') - 1   # the run of equal confidences each cut falls in...
+    f, e = first[run], first[run + 1]
+    a, b = np.where(f > 0, cum[f - 1] >> 32, 0), cum[e - 1] >> 32   # ...spans ranks a..b−1 of the resample
+    k = np.where(starts[1:] - a > b - starts[1:], b, a)      # inside a run: to its nearer end (start on a half split)
+    k = k[(k > 0) & (k < n)]
+    lo = np.r_[0, k[np.r_[True, k[1:] != k[:-1]]]] if len(k) else np.zeros(1, np.int64)   # merged cuts dropped
+    hi = np.r_[lo[1:], n]
+    p, q = at(lo), at(hi - 1)                                # positions of each bin's first and last event
+    correct = np.diff(cum[q] & 0xFFFFFFFF, prepend=0)
+    return BinStats(n=hi - lo, sum_conf=np.add.reduceat(wq, p), sum_correct=correct.astype(np.float64),
+                    lo=cs[p], hi=cs[q])
+
 def _bootstrap_samples(conf, correct, spec: dict, n_samples: int, rng, chunk: int = 8,
                        debias: bool = False) -> np.ndarray:
     "CalibMSE of `n_samples` bootstrap resamples of the events, re-binned with the same bin specification (ties kept together)."
     c, y = as_pairs(conf, correct)
     n = len(c)
+    if n >= 2**31:
+        raise ValueError(f"method='bootstrap' resamples at most 2**31 - 1 events, got {n:,}: use method='normal'")
     starts = bin_starts(n, **spec)
     o = np.argsort(c, kind='stable')
-    cs, ys = c[o].astype(np.float64), y[o]
-    dtype = np.int32 if n < 2**31 else np.int64
+    cs = c[o].astype(np.float64)
+    ys1 = y[o] + (np.int64(1) << 32)
+    first = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1], True])   # runs of equal confidences, and the end
     chunks = [(s0, min(chunk, n_samples - s0)) for s0 in range(0, n_samples, chunk)]
     gens = rng.spawn(len(chunks))                      # one generator per chunk: the same draws on any schedule
     out = np.empty(n_samples)
     def replicate(i):                                  # a chunk of replicates, not a loop over events
         s0, m = chunks[i]
-        # sorted draws of positions in the stable conf order = the resample, itself in stable conf order
-        d = np.sort(gens[i].integers(0, n, size=(m, n), dtype=dtype), axis=1)
-        for r in range(m):                             # a loop over replicates: each keeps its own tie runs together
-            cr = cs[d[r]]
-            out[s0 + r] = stats_from_sorted(cr, ys[d[r]], keep_ties(cr, starts)).sq_error(debias)
+        wq = np.empty(n)
+        for r in range(m):                             # multiplicities of n positions drawn in the stable conf order
+            w = np.bincount(gens[i].integers(0, n, size=n, dtype=np.intp), minlength=n)
+            out[s0 + r] = _resample_stats(cs, ys1, first, w, starts, wq).sq_error(debias)
     with ThreadPoolExecutor(min(len(chunks), os.cpu_count() or 1)) as pool:   # numpy releases the GIL here
         list(progress(pool.map(replicate, range(len(chunks))), total=len(chunks), desc='bootstrap', unit='chunk'))
     return out

@@ -10,9 +10,11 @@ import math, warnings
 from unittest import mock
 import numpy as np, pandas as pd, pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from calibkit.events import events_from_scores, top_label_events
-from calibkit.binning import equal_mass_bins, equal_mass_stats, fixed_width_bins, sort_pairs
-from calibkit.metrics import brier, calib_mse, calib_mse_interval, ece, gmce, marginal_ce, smce
+from calibkit.events import as_pairs, events_from_scores, top_label_events
+from calibkit.binning import (bin_starts, equal_mass_bins, equal_mass_stats, fixed_width_bins, keep_ties, sort_pairs,
+                              stats_from_sorted)
+from calibkit.metrics import (_bootstrap_samples, _resample_stats, brier, calib_mse, calib_mse_interval, ece, gmce,
+                              marginal_ce, smce)
 
 def props(n: int = 60):
     "Hypothesis settings: a modest example count, no deadline (the whole file runs in well under a minute)."
@@ -450,6 +452,59 @@ def test_bootstrap_equals_literal_resampling(n, spec, v, seed):
     o = np.argsort(conf, kind='stable')
     vals = [calib_mse(conf[o[np.sort(d)]], correct[o[np.sort(d)]], **kw) for d in draws]
     assert (i.lo, i.hi) == close(tuple(np.quantile(vals, [.1, .9])))
+
+
+# --- the bootstrap by weights equals the bootstrap by sorted draws ---------------------------------------------------
+
+def sorted_draws_bootstrap(conf, correct, spec, n_samples, rng, chunk=8, debias=False):
+    """The bootstrap as calibkit computed it before it resampled by weights (kept here as the slow reference): each
+    replicate sorts its n draws of positions in the stable conf order, gathers the resample and re-bins it."""
+    c, y = as_pairs(conf, correct)
+    n = len(c)
+    starts = bin_starts(n, **spec)
+    o = np.argsort(c, kind='stable')
+    cs, ys = c[o].astype(np.float64), y[o]
+    out = []
+    for g in rng.spawn(-(-n_samples // chunk)):
+        for d in np.sort(g.integers(0, n, size=(min(chunk, n_samples - len(out)), n), dtype=np.int32), axis=1):
+            cr = cs[d]
+            out.append(stats_from_sorted(cr, ys[d], keep_ties(cr, starts)).sq_error(debias))
+    return np.array(out)
+
+@props(40)
+@given(st.one_of(pairs(min_n=1, max_n=200), grid_pairs()), st.data())
+def test_bootstrap_by_weights_reproduces_sorted_draws(p, data):
+    """Every replicate value equals the sorted-draws reference: the same multiset per replicate from the same stream,
+    the same bins (ties kept together), so they differ only in the order of floating-point summation."""
+    conf, correct = p
+    n = len(conf)
+    spec = data.draw(st.sampled_from([{'n_bins': data.draw(st.integers(1, n), label='n_bins')},
+                                      {'bin_size': data.draw(st.integers(1, n), label='bin_size')}]), label='spec')
+    kw = dict(n_samples=data.draw(st.integers(1, 30), label='n_samples'),
+              chunk=data.draw(st.integers(1, 9), label='chunk'), debias=data.draw(st.booleans(), label='debias'))
+    seed = data.draw(st.integers(0, 2**32 - 1), label='seed')
+    new = _bootstrap_samples(conf, correct, spec, rng=np.random.default_rng(seed), **kw)
+    ref = sorted_draws_bootstrap(conf, correct, spec, rng=np.random.default_rng(seed), **kw)
+    np.testing.assert_allclose(new, ref, rtol=1e-12, atol=1e-15)   # atol: values that cancel to ~0 (debias)
+
+@props(60)
+@given(grid_pairs(), st.data())
+def test_resample_stats_equal_binning_the_sorted_resample(p, data):
+    "A resample binned from its weights alone (zero weights, large multiplicities) has the bins of the resample itself."
+    conf, correct = p
+    n = len(conf)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label='seed'))
+    d = np.sort(rng.choice(n, size=n, p=rng.dirichlet(np.full(n, data.draw(st.floats(.05, 5), label='alpha')))))
+    starts = bin_starts(n, n_bins=data.draw(st.integers(1, n), label='n_bins'))
+    c, y = as_pairs(conf, correct)
+    o = np.argsort(c, kind='stable')
+    cs, ys = c[o].astype(np.float64), y[o]
+    first = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1], True])
+    got = _resample_stats(cs, ys + (np.int64(1) << 32), first, np.bincount(d, minlength=n), starts, np.empty(n))
+    ref = stats_from_sorted(cs[d], ys[d], keep_ties(cs[d], starts))
+    for f in ('n', 'sum_correct', 'lo', 'hi'):
+        np.testing.assert_array_equal(getattr(got, f), getattr(ref, f), err_msg=f)
+    np.testing.assert_allclose(got.sum_conf, ref.sum_conf, rtol=1e-13)
 
 
 # --- equal-mass results are functions of the multiset of events (ties kept together) --------------
