@@ -326,3 +326,7 @@ def group_bins(c,  # confidences
     st = BinStats(n=(ends - starts).astype(np.int64), sum_conf=np.add.reduceat(cs, starts),
                   sum_correct=np.add.reduceat(ys, starts, dtype=np.float64), lo=cs[starts], hi=cs[ends - 1])
     return st, gs[starts]
+
+# %% ../nbs/02_binning.ipynb #22fd1c3f
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

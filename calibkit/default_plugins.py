@@ -32,3 +32,7 @@ from .recalibrators import BetaCalibration, HistogramBinning, Isotonic, Platt, S
 @hookimpl
 def register_recalibrators(register):
     for cls in (HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS, BetaCalibration): register(cls)
+
+# %% ../nbs/19_default_plugins.ipynb #45084d27
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

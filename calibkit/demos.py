@@ -193,3 +193,7 @@ def run_demos(out,                # the folder the reports go to (created; see `
             done += DEMOS[name](out)
         write_index(out, done)
     return done
+
+# %% ../nbs/63_demos.ipynb #b40bebd9
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -281,3 +281,7 @@ def group_map(grouper, labels=None) -> pd.Series:
     if labels is not None: tags = tags.append(pd.Index(pd.unique(_labels(labels).astype(object)))).unique()
     if tags.empty: raise ValueError('give labels: this grouper exposes no training tags (groups_)')
     return pd.Series(grouper.assign(tags.to_numpy(dtype=object)), index=tags, name='group')
+
+# %% ../nbs/20_groupers.ipynb #3d9c9ee2
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -320,3 +320,7 @@ def read_counts(path) -> pd.Series:
                          f'not a non-negative integer ({int(bad.sum())} such values)')
     if s.index.duplicated().any(): raise InputError(f'{where}: label {s.index[s.index.duplicated()][0]!r} appears twice')
     return num.astype(np.int64)
+
+# %% ../nbs/61_inputs.ipynb #0d5f7b1e
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

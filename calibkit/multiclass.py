@@ -167,3 +167,7 @@ class VectorScaling(_Scaling):
         return self
 
     def scale(self, Z: np.ndarray) -> np.ndarray: return Z * self.coef_ + self.intercept_
+
+# %% ../nbs/31_multiclass.ipynb #da8fed09
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -289,3 +289,7 @@ def claim(out,                  # the output folder
         for p in made if not os.path.lexists(out) else []:   # nothing written: remove what calibkit made, if empty
             try: p.rmdir()
             except OSError: break
+
+# %% ../nbs/65_outdir.ipynb #e3c5ffcf
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -328,3 +328,7 @@ class _CallableModule(types.ModuleType):
         return plugins()
 
 if __name__ == 'calibkit.plugins': sys.modules[__name__].__class__ = _CallableModule
+
+# %% ../nbs/10_plugins.ipynb #73a1413f
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -384,3 +384,7 @@ EXPECTED_FAILED_CHECKS = {
     'check_requires_y_none': 'y (correctness) is required unless X is an events frame',
 }
 "scikit-learn's generic estimator checks a recalibrator fails by design, with the reason (`check_estimator(..., expected_failed_checks=...)`)."
+
+# %% ../nbs/30_recalibrators.ipynb #c57624d6
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -406,3 +406,7 @@ def ewt_study_events(data_dir=None, *, tagset: str = 'xpos+deprel', threshold: f
                         n_unseen_gold=int((ids >= len(model.tags_)).sum()))
         out.append(ev)
     return EWTEvents(out[0], out[1], counts)
+
+# %% ../nbs/42_sparse_study.ipynb #65a8631b
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__
