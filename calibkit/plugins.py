@@ -262,21 +262,21 @@ def _make(kind: str, name: str, params: dict):
 def extractor(
     name: str,  # a registered extractor's name
     **params,  # the extractor's parameters
-):  # a new instance of that extractor
+) -> object:  # a new instance of that extractor
     "A new instance of the extractor registered as `name`, built with `params`."
     return _make('extractor', name, params)
 
 def grouper(
     name: str,  # a registered grouper's name
     **params,  # the grouper's parameters
-):  # a new instance of that grouper
+) -> object:  # a new instance of that grouper
     "A new instance of the grouper registered as `name`, built with `params`."
     return _make('grouper', name, params)
 
 def recalibrator(
     name: str,  # a registered recalibrator's name
     **params,  # the recalibrator's parameters
-):  # a new instance of that recalibrator
+) -> object:  # a new instance of that recalibrator
     "A new instance of the recalibrator registered as `name`, built with `params`."
     return _make('recalibrator', name, params)
 

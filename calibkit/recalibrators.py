@@ -50,7 +50,7 @@ def fit_pairs(
 def like(
     X,  # what `transform` was given: scores (n,) or (n, 1), a Series, or an events frame
     out: np.ndarray,  # the recalibrated confidences, shape (n,)
-):  # `out` in the container of X
+) -> np.ndarray | pd.Series | pd.DataFrame:  # `out` in the container of X
     "Recalibrated confidences `out` in the container of X: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series (same index and name), an events frame → a copy with `conf` replaced."
     if isinstance(X, pd.DataFrame):
         X = X.copy(); X['conf'] = out

@@ -300,7 +300,7 @@ def arrow_chart(
     scopes: Sequence | None = None,  # the panels: 'all' and group ids (default: every scope)
     title: str | None = None,  # the chart's title (default: what it shows)
     width: int = 150,  # width of a panel, in pixels
-):  # an Altair chart, one panel per scope
+) -> alt.FacetChart:  # an Altair chart, one panel per scope
     "Dot (uncalibrated) and arrow (recalibrated) per recalibrator × grouper, one panel per scope: green = better, red = worse."
     import altair as alt
     need = ['recalibrator', 'grouper', 'group', 'before', 'after']
