@@ -44,9 +44,10 @@ def package_dir() -> Path:
 # %% ../nbs/00_config.ipynb #e76db480
 def calibkit_version() -> str:
     """The installed calibkit's version: `calibkit.__version__`, which pyproject.toml makes the distribution's
-    version (read from the package, not through importlib.metadata, which is slow to import: `calibkit --version`)."""
-    from calibkit import __version__
-    return __version__
+    version. Read from the package, already imported (this module is part of it; it sets `__version__` first),
+    neither through importlib.metadata, slow to import (`calibkit --version`), nor by importing the package's
+    lazy names (the layers: config imports nothing of calibkit)."""
+    return sys.modules['calibkit'].__version__
 
 # %% ../nbs/00_config.ipynb #87d338c3
 def settings_path() -> Path | None:

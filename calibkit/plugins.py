@@ -345,5 +345,6 @@ class _CallableModule(types.ModuleType):
 if __name__ == 'calibkit.plugins': sys.modules[__name__].__class__ = _CallableModule
 
 # %% ../nbs/10_plugins.ipynb #73a1413f
-from .config import public_dir
-__dir__ = public_dir(globals())   # dir(module) lists its __all__
+# dir(module) lists its __all__, as `calibkit.config.public_dir` makes it elsewhere: inline here, since the
+# registry imports no calibkit module (tests/test_layers.py)
+def __dir__() -> list[str]: return sorted(__all__)
