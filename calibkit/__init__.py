@@ -7,7 +7,7 @@ metrics-only script loads only the core and `calibkit --help` answers at once.
 __version__ = "0.1.0"
 
 import sys as _sys, types as _types
-from .config import settings
+from .config import public_dir as _public_dir, settings
 
 # public name -> (submodule, attribute). Submodules (calibkit.plugins, calibkit.charts, ...) are
 # importable as usual and also reachable as attributes.
@@ -48,9 +48,8 @@ def __getattr__(name):
     return mod if attr is None else getattr(mod, attr)
 
 
-def __dir__():
-    "calibkit's public names (and `__version__`): no imported helper module or private name."
-    return sorted({n for n in globals() if not n.startswith('_')} | {'__version__'} | set(_LAZY) | _SUBMODULES)
+# calibkit's public names (and `__version__`): no imported helper module or private name
+__dir__ = _public_dir(globals(), ('settings', '__version__'), _LAZY, _SUBMODULES)
 
 
 class _Package(_types.ModuleType):

@@ -9,3 +9,7 @@ __all__ = []
 import sys
 from .cli import main
 if __name__ == '__main__' and __package__ == 'calibkit': sys.exit(main())
+
+# %% ../nbs/64_main.ipynb #6ab8491e
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

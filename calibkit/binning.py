@@ -17,7 +17,10 @@ __all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'DING_Z', 'BINNINGS
            'fixed_width_bins', 'ding_sizes', 'adaptive_stats', 'bin_stats', 'group_bins']
 
 # %% ../nbs/02_binning.ipynb #3aeb1f33
-def sort_pairs(c: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def sort_pairs(
+    c: np.ndarray,  # confidences in [0, 1], float32 or float64
+    y: np.ndarray,  # their 0/1 outcomes (uint8)
+) -> tuple[np.ndarray, np.ndarray]:  # the sorted confidences (dtype of `c`) and their outcomes (uint8)
     "Confidences in [0, 1] sorted ascending and their 0/1 outcomes carried along (equal confidences ordered by outcome)."
     wide = c.dtype == np.float64
     ui = np.uint64 if wide else np.uint32
@@ -29,7 +32,10 @@ def sort_pairs(c: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     key >>= ui(1)                                            # in place: the sorted confidences' bit patterns
     return key.view(c.dtype), ys
 
-def keep_ties(cs: np.ndarray, starts: np.ndarray) -> np.ndarray:
+def keep_ties(
+    cs: np.ndarray,  # confidences sorted ascending
+    starts: np.ndarray,  # ranks into `cs` where bins start (ascending, first 0)
+) -> np.ndarray:  # the starts with no run of equal confidences split (intp)
     "Bin starts (ranks into sorted `cs`) with every cut inside a run of equal values moved to the run's nearer end (its start on a half split); merged cuts dropped."
     k = starts[1:]
     inside = np.flatnonzero(cs[k - 1] == cs[k])              # cuts that split a run of equal confidences
@@ -41,14 +47,23 @@ def keep_ties(cs: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.unique(np.r_[0, k[(k > 0) & (k < len(cs))]]).astype(np.intp)
 
 # %% ../nbs/02_binning.ipynb #3271306f
-def tie_runs(cs: np.ndarray, ys: np.ndarray, tol: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def tie_runs(
+    cs: np.ndarray,  # confidences sorted ascending
+    ys: np.ndarray,  # their 0/1 outcomes
+    tol: float = 0.0,  # neighbours closer than this join one run (0: exactly equal values only)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # per run: first value, event count, outcome sum
     "Runs of equal values in sorted `cs` (neighbours less than `tol` apart joined, when tol > 0): each run's first value (float64), its event count and outcome sum (float64)."
     gap = np.diff(cs)
     first = np.flatnonzero(np.r_[True, gap >= tol if tol > 0 else gap != 0])
     return cs[first].astype(np.float64), np.diff(np.r_[first, len(cs)]), np.add.reduceat(ys, first, dtype=np.float64)
 
 # %% ../nbs/02_binning.ipynb #6d6f5b76
-def bin_starts(n: int, *, bin_size: int | None = None, n_bins: int | None = None) -> np.ndarray:
+def bin_starts(
+    n: int,  # number of events
+    *,
+    bin_size: int | None = None,  # events per bin (the last bin takes the remainder)
+    n_bins: int | None = None,  # number of bins, sizes differing by at most one
+) -> np.ndarray:  # each bin's first rank (intp, ascending, first 0)
     "Sorted rank at which each equal-mass bin starts, for `n` events and exactly one of `bin_size`, `n_bins` (no tie handling)."
     if (bin_size is None) == (n_bins is None):
         raise ValueError('give exactly one of bin_size and n_bins' + (' (got both)' if bin_size is not None else ''))
@@ -58,17 +73,27 @@ def bin_starts(n: int, *, bin_size: int | None = None, n_bins: int | None = None
     nb = check_int('n_bins', n_bins, 1, n, ' (the number of events, so no bin is empty)')
     return np.arange(nb, dtype=np.intp) * n // nb
 
-def bin_spec(n_bins=None, bin_size=None) -> dict:
+def bin_spec(
+    n_bins: int | None = None,  # number of equal-mass bins
+    bin_size: int | None = None,  # events per bin, instead of `n_bins`
+) -> dict:  # `{'n_bins': B}` or `{'bin_size': b}`, the keyword arguments of the binned metrics
     "The bin specification every binned metric takes: `{'n_bins': B}` or `{'bin_size': b}`; neither → the settings' n_bins; both → ValueError."
     if n_bins is not None and bin_size is not None: raise ValueError('give exactly one of bin_size and n_bins (got both)')
     return {'bin_size': bin_size} if bin_size is not None else {'n_bins': default('n_bins', n_bins)}
 
 # %% ../nbs/02_binning.ipynb #4e4fa793
-def wsum(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+def wsum(
+    a: np.ndarray,  # values, summed along the last axis
+    w: np.ndarray,  # one weight per value of that axis
+) -> np.ndarray:  # Σ a·w, with the last axis summed away
     "Σ a·w along the last axis, summed in the same order on every processor (einsum; a BLAS dot's order depends on the CPU's kernel)."
     return np.einsum('...i,i->...', a, w)
 
-def aggregate_gaps(gaps: np.ndarray, weight: np.ndarray, norm: str) -> np.ndarray:
+def aggregate_gaps(
+    gaps: np.ndarray,  # per-bin |conf − acc| along the last axis (several draws along the first)
+    weight: np.ndarray,  # each bin's share of the events
+    norm: str,  # 'l1', 'l2', 'sq' or 'max'
+) -> np.ndarray:  # the error of each row of `gaps`
     "The `norm` of per-bin gaps along the last axis: 'l1' Σw|g|, 'l2' √Σw g², 'sq' Σw g² (CalibMSE), 'max' max over bins with weight."
     check_choice('norm', norm, ('l1', 'l2', 'sq', 'max'))
     if norm == 'l1': return wsum(gaps, weight)
@@ -123,7 +148,12 @@ class BinStats:
 # %% ../nbs/02_binning.ipynb #9165ba75
 SLICE_MIN = 1024   # bins averaging at least this many events are summed slice by slice, smaller ones by one reduceat
 
-def stats_from_sorted(cs: np.ndarray, ys: np.ndarray, starts: np.ndarray, moments: bool = False) -> BinStats:
+def stats_from_sorted(
+    cs: np.ndarray,  # confidences sorted ascending (or descending, for the adaptive bins)
+    ys: np.ndarray,  # their 0/1 outcomes (uint8)
+    starts: np.ndarray,  # rank at which each bin starts (ascending, first 0)
+    moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
+) -> BinStats:  # the bins' counts and sums
     "`BinStats` of sorted confidences `cs` and 0/1 outcomes `ys` (uint8) cut at ranks `starts` (contiguous bins, first start 0)."
     ends = np.append(starts[1:], len(cs))
     f64 = lambda: cs.astype(np.float64, copy=False)          # float32 confidences: moments products in float64
@@ -142,7 +172,14 @@ def stats_from_sorted(cs: np.ndarray, ys: np.ndarray, starts: np.ndarray, moment
     return BinStats(n=(ends - starts).astype(np.int64), lo=cs[starts].astype(np.float64),
                     hi=cs[ends - 1].astype(np.float64), **s)
 
-def equal_mass_stats(conf, correct=None, *, bin_size=None, n_bins=None, moments=False) -> BinStats:
+def equal_mass_stats(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
+    *,
+    bin_size: int | None = None,  # events per bin, instead of `n_bins`
+    n_bins: int | None = None,  # number of bins
+    moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
+) -> BinStats:  # the bins' counts and sums, in ascending confidence
     "`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`; ties kept together); `moments` adds Σconf², Σconf·correct."
     c, y = as_pairs(conf, correct)
     starts = bin_starts(len(c), bin_size=bin_size, n_bins=n_bins)
@@ -153,12 +190,17 @@ def equal_mass_stats(conf, correct=None, *, bin_size=None, n_bins=None, moments=
 MAX_FIXED_BINS = 10**7   # fixed-width bins beyond this would need GBs of per-bin arrays (5 float64 sums per bin)
 FREE_FIXED_BINS = 10**4  # fixed-width bins allowed for any number of events; beyond it, at most one bin per event
 
-def fixed_width_edges(n_bins: int) -> np.ndarray:
+def fixed_width_edges(
+    n_bins: int,  # number of bins
+) -> np.ndarray:  # the `n_bins + 1` edges 0, 1/B, ..., 1
     "The `n_bins + 1` edges j/B of equal-width bins on [0, 1] (correctly rounded: edge 3 of 10 is exactly 0.3)."
     nb = check_int('n_bins', n_bins, 1, MAX_FIXED_BINS, ' (fixed-width bins: more cannot fit in memory)')
     return np.arange(nb + 1) / nb
 
-def fixed_width_index(c: np.ndarray, edges: np.ndarray) -> np.ndarray:
+def fixed_width_index(
+    c: np.ndarray,  # confidences in [0, 1]
+    edges: np.ndarray,  # bin edges from `fixed_width_edges`
+) -> np.ndarray:  # each confidence's bin, 0..B−1 (intp)
     "Bin of each confidence: j with edges[j] <= c < edges[j+1], the last bin closed at 1."
     b = len(edges) - 1
     j = np.minimum((c * b).astype(np.intp), b - 1)       # exact up to rounding at the edges...
@@ -166,7 +208,13 @@ def fixed_width_index(c: np.ndarray, edges: np.ndarray) -> np.ndarray:
     j += (c >= edges[j + 1]) & (j < b - 1)
     return j
 
-def fixed_width_stats(conf, correct=None, *, n_bins=None, moments=False) -> BinStats:
+def fixed_width_stats(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
+    *,
+    n_bins: int | None = None,  # number of bins (default: the settings' n_bins, 10)
+    moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
+) -> BinStats:  # every bin's counts and sums, empty ones included
     "`BinStats` of `n_bins` equal-width bins on [0, 1] (default: the study default); empty bins have n = 0."
     nb = check_int('n_bins', default('n_bins', n_bins), 1, MAX_FIXED_BINS, ' (fixed-width bins: more cannot fit in memory)')
     c, y = as_pairs(conf, correct)
@@ -184,13 +232,18 @@ def fixed_width_stats(conf, correct=None, *, n_bins=None, moments=False) -> BinS
     return BinStats(n=sums[0].astype(np.int64), sum_conf=sums[1], sum_correct=sums[2], lo=edges[:-1], hi=edges[1:], **extra)
 
 # %% ../nbs/02_binning.ipynb #2dd85dc2
-def z_value(level: float | None = None) -> float:
+def z_value(
+    level: float | None = None,  # confidence level in (0, 1) (default: the settings' ci_level)
+) -> float:  # the z with P(|Z| <= z) = level
     "Two-sided standard normal quantile for `level` (default: the study default, 0.95 → 1.96)."
     level = default('ci_level', level)
     level = check_float('level', level, 0, 1, lo_open=True, hi_open=True)
     return NormalDist().inv_cdf(0.5 + level / 2)
 
-def bin_table(stats: BinStats, level: float | None = None) -> pd.DataFrame:
+def bin_table(
+    stats: BinStats,  # binned events
+    level: float | None = None,  # confidence level of the intervals (default: the settings' ci_level)
+) -> pd.DataFrame:  # one row per bin, indexed by `bin`
     "One row per bin: `lo, hi, n, conf, acc, se, ci_lo, ci_hi` (Wald interval at `level`, clipped to [0, 1])."
     acc = stats.acc
     se = np.sqrt(np.divide(acc * (1 - acc), stats.n, out=np.full(len(acc), np.nan), where=stats.n > 0))
@@ -200,11 +253,24 @@ def bin_table(stats: BinStats, level: float | None = None) -> pd.DataFrame:
     df.index.name = 'bin'
     return df
 
-def equal_mass_bins(conf, correct=None, *, bin_size=None, n_bins=None, level=None) -> pd.DataFrame:
+def equal_mass_bins(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
+    *,
+    bin_size: int | None = None,  # events per bin, instead of `n_bins`
+    n_bins: int | None = None,  # number of bins
+    level: float | None = None,  # confidence level of the intervals (default: the settings' ci_level)
+) -> pd.DataFrame:  # one row per bin (`bin_table`)
     "Equal-mass bins (exactly one of `bin_size`, `n_bins`) as a table: `lo, hi, n, conf, acc, se, ci_lo, ci_hi`."
     return bin_table(equal_mass_stats(conf, correct, bin_size=bin_size, n_bins=n_bins), level)
 
-def fixed_width_bins(conf, correct=None, *, n_bins=None, level=None) -> pd.DataFrame:
+def fixed_width_bins(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
+    *,
+    n_bins: int | None = None,  # number of bins (default: the settings' n_bins, 10)
+    level: float | None = None,  # confidence level of the intervals (default: the settings' ci_level)
+) -> pd.DataFrame:  # one row per bin (`bin_table`), empty bins included
     "`n_bins` equal-width bins on [0, 1] as a table (same columns; empty bins: n = 0, NaN statistics)."
     return bin_table(fixed_width_stats(conf, correct, n_bins=n_bins), level)
 
@@ -217,8 +283,10 @@ def _full(cd: np.ndarray, s: int, j: int) -> bool:
     with np.errstate(divide='ignore', over='ignore'):
         return bool(d > 0 and (j - s) > (DING_Z / d) ** 2 * 0.25)
 
-def ding_sizes(cd: np.ndarray) -> np.ndarray:
-    "Sizes of Ding et al.'s adaptive bins over confidences `cd` sorted descending (float64), highest bin first."
+def ding_sizes(
+    cd: np.ndarray,  # confidences sorted descending (float64)
+) -> np.ndarray:  # each bin's number of events (int64), highest bin first; they sum to len(cd)
+    "Sizes of Ding et al.'s (2020, §3) adaptive bins over confidences `cd` sorted descending, highest bin first."
     n = len(cd)
     limit = min(n - 41, int(np.count_nonzero((cd - cd[-1]) > 0.05)))   # a bin may close at rank j only if j <= limit
     sizes, s = [], 0
@@ -238,8 +306,13 @@ def ding_sizes(cd: np.ndarray) -> np.ndarray:
         size[:-1] -= e; size[-1] += e * (len(size) - 1)
     return size
 
-def adaptive_stats(conf, correct=None, *, moments=False) -> BinStats:
-    "`BinStats` of Ding et al.'s (2020) adaptive bins, as `calibration_metric`'s adaptive strategy builds them; bins in ascending order."
+def adaptive_stats(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
+    *,
+    moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
+) -> BinStats:  # the adaptive bins' counts and sums, in ascending confidence
+    "`BinStats` of Ding et al.'s (2020, §3) adaptive bins, as `calibration_metric`'s adaptive strategy builds them; bins in ascending order."
     c, y = as_pairs(conf, correct)
     c = c.astype(np.float64, copy=False)
     cs, ys = sort_pairs(c, y)                          # one packed-key sort; read backwards = descending
@@ -261,7 +334,15 @@ def adaptive_stats(conf, correct=None, *, moments=False) -> BinStats:
 # %% ../nbs/02_binning.ipynb #788d4e16
 BINNINGS = ('equal_mass', 'fixed_width', 'adaptive')
 
-def bin_stats(conf, correct=None, *, n_bins=None, bin_size=None, binning='equal_mass', moments=False) -> BinStats:
+def bin_stats(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
+    *,
+    n_bins: int | None = None,  # number of bins (default: the settings' n_bins, 10; not for 'adaptive')
+    bin_size: int | None = None,  # events per equal-mass bin, instead of `n_bins`
+    binning: str = 'equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive'
+    moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
+) -> BinStats:  # the binned events (`conf` itself when it is a `BinStats`)
     "`BinStats` of `conf` (events or a `BinStats`, passed through) binned by `binning` ('equal_mass', 'fixed_width', 'adaptive')."
     check_choice('binning', binning, BINNINGS)
     if isinstance(conf, BinStats):
@@ -283,9 +364,10 @@ def group_bins(c,  # confidences
                y,  # outcomes (0/1)
                gid,  # each event's group, 1..n_groups
                n_groups: int,  # number of groups
-               *, n_bins=None, bin_size=None,  # bins per group (capped at its events), or events per bin
+               *, n_bins=None,  # bins per group (capped at its events; default: the settings' n_bins)
+               bin_size=None,  # events per bin, instead of `n_bins`
                binning='equal_mass',  # 'equal_mass' or 'fixed_width' (adaptive: equal-mass)
-               ) -> tuple[BinStats, np.ndarray]:
+               ) -> tuple[BinStats, np.ndarray]:  # every group's bins in turn, and each bin's group id
     """The bins of every group at once (vectorised over groups: no loop over them): one `BinStats` holding each group's bins
     in turn (ascending confidence within a group, empty bins dropped) and each bin's group id (1..n_groups). Equal-mass bins
     are cut per group as `equal_mass_stats` cuts them (`n_bins` or `bin_size` capped at the group's events, ties kept
@@ -326,3 +408,7 @@ def group_bins(c,  # confidences
     st = BinStats(n=(ends - starts).astype(np.int64), sum_conf=np.add.reduceat(cs, starts),
                   sum_correct=np.add.reduceat(ys, starts, dtype=np.float64), lo=cs[starts], hi=cs[ends - 1])
     return st, gs[starts]
+
+# %% ../nbs/02_binning.ipynb #22fd1c3f
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -5,6 +5,7 @@
 # %% ../nbs/00_config.ipynb #48f90626
 from __future__ import annotations
 import configparser, dataclasses, os, sys
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -12,7 +13,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['Settings', 'package_dir', 'calibkit_version', 'settings_path', 'read_settings', 'settings', 'default', 'progress',
-           'fixed_threads', 'data_dir', 'require']
+           'fixed_threads', 'data_dir', 'require', 'public_dir']
 
 # %% ../nbs/00_config.ipynb #2467c999
 @dataclass(frozen=True)
@@ -42,10 +43,11 @@ def package_dir() -> Path:
 
 # %% ../nbs/00_config.ipynb #e76db480
 def calibkit_version() -> str:
-    "The installed calibkit's version, from the distribution's metadata (nothing is imported), or 'unknown'."
-    from importlib.metadata import PackageNotFoundError, version
-    try: return version('calibkit')
-    except PackageNotFoundError: return 'unknown'
+    """The installed calibkit's version: `calibkit.__version__`, which pyproject.toml makes the distribution's
+    version. Read from the package, already imported (this module is part of it; it sets `__version__` first),
+    neither through importlib.metadata, slow to import (`calibkit --version`), nor by importing the package's
+    lazy names (the layers: config imports nothing of calibkit)."""
+    return sys.modules['calibkit'].__version__
 
 # %% ../nbs/00_config.ipynb #87d338c3
 def settings_path() -> Path | None:
@@ -134,3 +136,14 @@ def require(
     try: return importlib.import_module(module)
     except ImportError as e:
         raise ImportError(f"{feature} needs {module.split('.')[0]}: pip install 'calibkit[{extra}]'") from e
+
+# %% ../nbs/00_config.ipynb #92452d86
+def public_dir(
+    namespace: dict,  # the module's `globals()`: its `__all__` is read each time `dir` is called
+    *names: Iterable[str],  # further names to list (the package's lazily imported names and submodules)
+) -> Callable[[], list[str]]:  # the module's `__dir__`: its `__all__` and `names`, sorted
+    "A module's `__dir__` (PEP 562): `dir(module)` lists its public names, not the modules and helpers it imported."
+    return lambda: sorted({*namespace.get('__all__', ()), *(n for some in names for n in some)})
+
+# %% ../nbs/00_config.ipynb #7b2f3dd1
+__dir__ = public_dir(globals())

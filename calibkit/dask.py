@@ -356,3 +356,7 @@ def transform(
     if isinstance(data, dd.Series): return data.map_partitions(recalibrator.transform, meta=(data.name, np.float64))
     if isinstance(data, da.Array): return data.map_blocks(recalibrator.transform, dtype=np.float64)
     raise TypeError(f'data must be a dask array, series or events frame, got {type(data).__name__}')
+
+# %% ../nbs/70_dask.ipynb #04b6c11a
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -15,7 +15,10 @@ from .extractors.seq2seq import Seq2SeqExtractor
 from .extractors.coref import CorefMCExtractor
 
 @hookimpl
-def register_extractors(register):
+def register_extractors(
+    register,  # the registry's callback: `register(cls)` adds one extractor class
+) -> None:
+    "Register calibkit's built-in extractors (the `register_extractors` hook)."
     for cls in (SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor, Seq2SeqExtractor, CorefMCExtractor):
         register(cls)
 
@@ -23,12 +26,22 @@ def register_extractors(register):
 from .groupers import Shared, TagFrequency, PerClass, BySubtag
 
 @hookimpl
-def register_groupers(register):
+def register_groupers(
+    register,  # the registry's callback: `register(cls)` adds one grouper class
+) -> None:
+    "Register calibkit's built-in groupers (the `register_groupers` hook)."
     for cls in (Shared, TagFrequency, PerClass, BySubtag): register(cls)
 
 # %% ../nbs/19_default_plugins.ipynb #43bcd8a6
 from .recalibrators import BetaCalibration, HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS
 
 @hookimpl
-def register_recalibrators(register):
+def register_recalibrators(
+    register,  # the registry's callback: `register(cls)` adds one recalibrator class
+) -> None:
+    "Register calibkit's built-in recalibrators (the `register_recalibrators` hook)."
     for cls in (HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS, BetaCalibration): register(cls)
+
+# %% ../nbs/19_default_plugins.ipynb #45084d27
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -18,7 +18,9 @@ __all__ = ['DEMOS', 'DEMO_EXTRAS', 'DEMO_MARKER', 'demo_synthetic', 'demo_twitte
            'run_demos']
 
 # %% ../nbs/63_demos.ipynb #0b891fa7
-def demo_synthetic(out: Path) -> list[Path]:
+def demo_synthetic(
+    out: Path,  # the folder the study's report folder goes into
+) -> list[Path]:  # the report folders written
     "The thesis' miscalibrated synthetic forecaster (k = 0.1: under-confident), then recalibrated by isotonic regression."
     from calibkit.studies import synthetic
     dev, test = (events(*synthetic(20_000, k=0.1, seed=s)) for s in (1, 2))
@@ -27,7 +29,9 @@ def demo_synthetic(out: Path) -> list[Path]:
     return [out/'synthetic']
 
 # %% ../nbs/63_demos.ipynb #114c5582
-def demo_twitter_pos(out: Path) -> list[Path]:
+def demo_twitter_pos(
+    out: Path,  # the folder the study's report folder goes into
+) -> list[Path]:  # the report folders written
     "HMM, basic and featured CRF and softmax taggers on ARK Twitter POS: full-marginal events, isotonic recalibration."
     from calibkit.datasets.conll import read_conll
     from calibkit.models.taggers import CRFTagger, HMMTagger, SoftmaxTagger, events_from_tagger
@@ -45,7 +49,9 @@ def demo_twitter_pos(out: Path) -> list[Path]:
     return done
 
 # %% ../nbs/63_demos.ipynb #d0243e5c
-def demo_coref(out: Path) -> list[Path]:
+def demo_coref(
+    out: Path,  # the folder the study's report folder goes into
+) -> list[Path]:  # the report folders written
     "Mention-ranking model on LitBank; Monte Carlo 'same entity?' confidences; isotonic recalibration fitted on dev."
     from calibkit.datasets.coref import read_conll2012_coref
     from calibkit.models.coref import MentionRanker, split_documents
@@ -62,7 +68,9 @@ def demo_coref(out: Path) -> list[Path]:
     return [out/'coref_mc']
 
 # %% ../nbs/63_demos.ipynb #73b2903a
-def demo_sparse_tagsets(out: Path) -> list[Path]:
+def demo_sparse_tagsets(
+    out: Path,  # the folder the study's report folder goes into
+) -> list[Path]:  # the report folders written
     "Softmax tagger on UD EWT's XPOS+DEPREL tagset (486 tags): marginal events, TFG (G = 5) with per-group histogram binning."
     from calibkit.sparse import ewt_study_events
     st = ewt_study_events(data_dir()/'ud_ewt')
@@ -72,7 +80,9 @@ def demo_sparse_tagsets(out: Path) -> list[Path]:
     return [out/'sparse_tagsets']
 
 # %% ../nbs/63_demos.ipynb #e0dd67c4
-def demo_seq2seq(out: Path) -> list[Path]:
+def demo_seq2seq(
+    out: Path,  # the folder the study's report folder goes into
+) -> list[Path]:  # the report folders written
     "GRU encoder-decoder (hidden 64) on UD EWT words → lemma/UPOS: teacher-forced token events and greedy sequence events (min)."
     from calibkit.models.seq2seq import seq2seq_study_events
     st = seq2seq_study_events(data_dir()/'ud_ewt')
@@ -117,7 +127,9 @@ def demo_catalogue(width: int = 100  # the widest line, in characters (descripti
 # %% ../nbs/63_demos.ipynb #f8be9e95
 DEMO_MARKER = '.calibkit-demo.json'
 
-def calibkit_made(p: Path) -> bool:
+def calibkit_made(
+    p: Path,  # a path in the demo's output folder
+) -> bool:  # True when replacing `p` destroys nothing calibkit did not write
     "Whether `p` is absent, a report folder calibkit wrote, or a real folder holding only such folders."
     p = Path(p)
     if not p.exists() and not p.is_symlink(): return True
@@ -130,7 +142,11 @@ def _written_index(out: Path) -> set[str]:
     try: return set(json.loads((out/DEMO_MARKER).read_text()).get('index_sha256', []))
     except (OSError, ValueError, AttributeError): return set()
 
-def check_demo_out(out, names, force: bool) -> Path:
+def check_demo_out(
+    out,  # the demo's output folder
+    names,  # the report folders the demos will write in it
+    force: bool,  # replace what calibkit wrote there before
+) -> Path:  # `out` as a Path
     "`out` if the demos `names` may write there, else an OutputError naming what calibkit did not write."
     out = Path(out)
     if not out.exists(): return out
@@ -143,7 +159,10 @@ def check_demo_out(out, names, force: bool) -> Path:
     return out
 
 # %% ../nbs/63_demos.ipynb #6ca3891f
-def write_index(out: Path, reports: list[Path]):
+def write_index(
+    out: Path,  # the demo's output folder
+    reports: list[Path],  # the report folders written in it
+) -> None:
     "An index.html in `out` linking every report with its headline numbers (its checksum recorded in `out/.calibkit-demo.json`)."
     import html
     rows = []
@@ -193,3 +212,7 @@ def run_demos(out,                # the folder the reports go to (created; see `
             done += DEMOS[name](out)
         write_index(out, done)
     return done
+
+# %% ../nbs/63_demos.ipynb #b40bebd9
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

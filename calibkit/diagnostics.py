@@ -174,3 +174,7 @@ def corp_curve(
     n = np.add.reduceat(cnt, start)
     return pd.DataFrame({'conf': np.column_stack([u[start], u[end]]).ravel(), 'acc': np.repeat(fit[start], 2),
                          'n': np.repeat(n, 2)})
+
+# %% ../nbs/04_diagnostics.ipynb #5c687b6d
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -320,3 +320,7 @@ def group_ids(
         raise ValueError(f'groups: {int(np.count_nonzero(ug < 0))} label(s) of the events have no group, '
                          f'e.g. {list(uniques[ug < 0][:5])}; {int(np.count_nonzero(gid < 0))} events affected')
     return gid, index
+
+# %% ../nbs/01_events.ipynb #f60ebc04
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

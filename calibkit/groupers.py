@@ -30,7 +30,9 @@ def _labels(x, name: str = 'labels') -> pd.Series:
     if na: raise ValueError(f'{name}: {na} of {len(s)} values are missing (NaN/None)')
     return s
 
-def tag_counts(counts_or_labels) -> pd.Series:
+def tag_counts(
+    counts_or_labels,  # tag -> count (a mapping or Series), or the training set's gold labels
+) -> pd.Series:  # tag -> count, named 'count' (validated: unique tags, finite counts >= 0, total > 0)
     "Training gold-tag counts (tag -> count) from a mapping, a Series of counts, or an iterable of gold labels."
     x = counts_or_labels
     if not _is_counts(x): return _labels(x).value_counts(sort=False).rename('count')
@@ -54,7 +56,14 @@ def _by_frequency(counts: pd.Series) -> pd.Series:
     return counts.iloc[np.lexsort((tie, -counts.to_numpy(dtype=float)))]
 
 # %% ../nbs/20_groupers.ipynb #59eed1fd
-def zipf_counts(n_tags: int, top_share: float, *, total: int = 1_000_000, exponent: float = 2.0, names=None) -> pd.Series:
+def zipf_counts(
+    n_tags: int,  # number of tags (>= 2)
+    top_share: float,  # share of the tokens the most frequent tag holds
+    *,
+    total: int = 1_000_000,  # training tokens (each tag gets at least 1)
+    exponent: float = 2.0,  # Zipf–Mandelbrot exponent: count ∝ (rank + b)^−exponent, b fitted to `top_share`
+    names=None,  # the tags' names, most frequent first (default: t0, t1, ...)
+) -> pd.Series:  # tag -> count, named 'count', most frequent first
     "Synthetic Zipf–Mandelbrot training counts: `n_tags` tags, the most frequent holding `top_share` of `total` tokens."
     check_int('n_tags', n_tags, 2)
     k = np.arange(1, n_tags + 1, dtype=float)
@@ -162,12 +171,16 @@ class Shared(Grouper):
 
 # %% ../nbs/20_groupers.ipynb #cc474b74
 class TagFrequency(Grouper):
-    "Tag frequency grouping: groups of tags by descending training frequency, each about 1/G of the tokens."
+    "Tag frequency grouping (Kranzlein, Liu & Schneider 2021): groups of tags by descending training frequency, each about 1/G of the tokens."
     name = 'tfg'
     abbrev = 'TFG'
     description = 'Tag frequency grouping (TFG): G groups of tags by descending training frequency, about 1/G of the tokens each'
 
-    def __init__(self, n_groups: int | None = None, rule: str | None = None, balanced: bool = False):
+    def __init__(self,
+                 n_groups: int | None = None,  # G, the largest number of groups (default: the settings' n_groups, 5)
+                 rule: str | None = None,  # '>' closes a group when its share exceeds 1/G, '>=' when it reaches it (default: tfg_rule)
+                 balanced: bool = False,  # exactly `n_groups` groups: leave at least one seen tag for each group still to fill
+                 ):
         self.n_groups, self.rule, self.balanced = n_groups, rule, balanced
 
     def _groups(self, counts):
@@ -234,7 +247,10 @@ def _strip_parens(cat: str) -> str:
         cat = cat[1:-1]
     return cat
 
-def ccg_result(category: str, features: bool = True) -> str:
+def ccg_result(
+    category: str,  # a CCG category, e.g. `(S[dcl]\\NP)/NP`
+    features: bool = True,  # keep the result's features (`S[dcl]`); False: `S`
+) -> str:  # the final result category
     "The final result category of a CCG category: `(S[dcl]\\NP)/NP` -> `S[dcl]` (`S` without features)."
     cat = _strip_parens(str(category))
     while (cut := _top_level_slash(cat)) > 0: cat = _strip_parens(cat[:cut])
@@ -246,7 +262,10 @@ class BySubtag(Grouper):
     name = 'by_subtag'
     description = 'Groups tags by a key of the tag string: a regex pattern or a function (e.g. the CCG result category)'
 
-    def __init__(self, pattern: str | None = None, key: Callable | None = None):
+    def __init__(self,
+                 pattern: str | None = None,  # a regex: a tag's key is its first capture group (or the whole match)
+                 key: Callable | None = None,  # instead of `pattern`, a function tag -> key
+                 ):
         self.pattern, self.key = pattern, key
 
     def key_of(self, tag):
@@ -275,9 +294,16 @@ class BySubtag(Grouper):
         return t
 
 # %% ../nbs/20_groupers.ipynb #6e3166c1
-def group_map(grouper, labels=None) -> pd.Series:
+def group_map(
+    grouper,  # a fitted grouper
+    labels=None,  # further labels to map (e.g. the evaluation set's, with tags unseen in training)
+) -> pd.Series:  # label -> group id (1..G), named 'group'
     "label -> group (1..G) of a fitted grouper, for `calibkit.metrics.gmce`: the training tags plus the distinct `labels`."
     tags = pd.Index(grouper.groups_.index if hasattr(grouper, 'groups_') else [])
     if labels is not None: tags = tags.append(pd.Index(pd.unique(_labels(labels).astype(object)))).unique()
     if tags.empty: raise ValueError('give labels: this grouper exposes no training tags (groups_)')
     return pd.Series(grouper.assign(tags.to_numpy(dtype=object)), index=tags, name='group')
+
+# %% ../nbs/20_groupers.ipynb #3d9c9ee2
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

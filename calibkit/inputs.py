@@ -46,7 +46,9 @@ def check_file(path,  # the name of an input file
                        f'(to name the line of a bad value): save the data to a file first')
 
 # %% ../nbs/61_inputs.ipynb #c78162af
-def read_text(path) -> str:
+def read_text(
+    path,  # a UTF-8 text file
+) -> str:  # its text, without a leading byte-order mark
     "The text of a UTF-8 file (a leading byte-order mark dropped); other bytes raise an `InputError` naming `file:line`."
     data = Path(path).read_bytes()
     try: return data.decode('utf-8-sig')
@@ -231,7 +233,9 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     _check_unique(path, pq.read_schema(path).names)
     return pq.read_table(path).to_pandas()
 
-def read_events(path) -> pd.DataFrame:
+def read_events(
+    path,  # a .csv/.tsv, .parquet/.pq or .jsonl/.json/.ndjson file
+) -> pd.DataFrame:  # the events frame (`label` and `item` as the exact text in the file)
     "An events frame from a CSV/TSV, Parquet or JSON Lines file with columns `conf`, `correct` (+ `label`, `item`, ...)."
     path = check_file(path)
     kind = EVENT_SUFFIXES.get(path.suffix.lower())
@@ -246,7 +250,9 @@ def read_events(path) -> pd.DataFrame:
     return _check_frame(df, path, kind)
 
 # %% ../nbs/61_inputs.ipynb #5365367b
-def read_npz(path: Path) -> dict:
+def read_npz(
+    path: Path,  # an .npz archive
+) -> dict:  # array name -> array
     "The arrays of an `.npz` archive, or one line saying what else the file is."
     with open(path, 'rb') as f: head = f.read(6)
     if head == b'\x93NUMPY':
@@ -265,7 +271,12 @@ def read_npz(path: Path) -> dict:
     except InputError: raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e: raise InputError(f'{show_path(path)}: cannot read as .npz: {e}') from None
 
-def read_scores(path, *, threshold: float = 0.0, atol: float = 1e-4) -> pd.DataFrame:
+def read_scores(
+    path,  # an .npz archive with `scores`, `gold` and optionally `labels`
+    *,
+    threshold: float = 0.0,  # cells scoring below this are not events
+    atol: float = 1e-4,  # a score row summing to 1 within this is a probability distribution (others: a warning)
+) -> pd.DataFrame:  # the marginal events (`events_from_scores`)
     "Marginal events from an `.npz` holding `scores` (n×K), `gold` (n ids) and optionally `labels` (K names)."
     path = Path(path)
     if path.suffix.lower() == '.npy':
@@ -289,7 +300,9 @@ def read_scores(path, *, threshold: float = 0.0, atol: float = 1e-4) -> pd.DataF
     return ev
 
 # %% ../nbs/61_inputs.ipynb #8b164885
-def read_counts(path) -> pd.Series:
+def read_counts(
+    path,  # a CSV file with columns `label,count`, or a JSON object label -> count
+) -> pd.Series:  # label -> count
     "Training tag counts (label → count) from CSV (`label,count`) or a JSON object; labels are kept as the exact text."
     path = check_file(path)
     text = read_text(path)
@@ -320,3 +333,7 @@ def read_counts(path) -> pd.Series:
                          f'not a non-negative integer ({int(bad.sum())} such values)')
     if s.index.duplicated().any(): raise InputError(f'{where}: label {s.index[s.index.duplicated()][0]!r} appears twice')
     return num.astype(np.int64)
+
+# %% ../nbs/61_inputs.ipynb #0d5f7b1e
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -336,3 +336,7 @@ def brier(
     return Brier(brier=st.brier(), calibration=float(wsum((q - p) ** 2, w)), refinement=float(wsum(p * (1 - p), w)),
                  within_bin=float(wsum(var_q - 2 * cov_qy, w)), resolution=float(wsum((p - ybar) ** 2, w)),
                  uncertainty=float(ybar * (1 - ybar)))
+
+# %% ../nbs/03_metrics.ipynb #4326a05a
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -55,14 +55,19 @@ def as_logits(X,                    # n×K logits or probabilities (numpy, list,
     return z, (None if gold is None else check_gold(gold, *z.shape)), kind
 
 # %% ../nbs/31_multiclass.ipynb #806cb56d
-def nll(probs, gold) -> float:
+def nll(
+    probs,  # n×K probability matrix, rows summing to 1
+    gold,  # each row's gold column, 0..K−1
+) -> float:  # mean −ln probs[i, gold_i] (inf when a gold probability is 0)
     "Mean negative log-likelihood of the gold labels under the rows of an n×K probability matrix (inf if a gold probability is 0)."
     p, g = check_scores(probs, gold)
     with np.errstate(divide='ignore'):
         return float(-np.mean(np.log(p[np.arange(len(g)), g])))
 
 # %% ../nbs/31_multiclass.ipynb #34a78331
-def softmax_rows(S: np.ndarray) -> np.ndarray:
+def softmax_rows(
+    S: np.ndarray,  # n×K scores (float64), overwritten
+) -> np.ndarray:  # `S` itself, each row now its softmax
     "Row-wise softmax, rows sum to 1 (computed in place on a copy-free float64 `S`)."
     S -= S.max(axis=1, keepdims=True)
     np.exp(S, out=S)
@@ -70,8 +75,12 @@ def softmax_rows(S: np.ndarray) -> np.ndarray:
     return S
 
 # %% ../nbs/31_multiclass.ipynb #e8838842
-def nll_grad(Z: np.ndarray, gold: np.ndarray, w: np.ndarray, b: np.ndarray | float = 0.0
-             ) -> tuple[float, np.ndarray, np.ndarray]:
+def nll_grad(
+    Z: np.ndarray,  # n×K logits
+    gold: np.ndarray,  # each row's gold column, 0..K−1
+    w: np.ndarray,  # one weight per column
+    b: np.ndarray | float = 0.0,  # one bias per column (or one for all)
+) -> tuple[float, np.ndarray, np.ndarray]:  # the mean NLL, its gradient in w and in b
     "NLL of softmax(w ⊙ z + b) and its gradients in w and b (length K each)."
     n, k = Z.shape
     rows = np.arange(n)
@@ -84,7 +93,10 @@ def nll_grad(Z: np.ndarray, gold: np.ndarray, w: np.ndarray, b: np.ndarray | flo
     return float(loss), gw, gb
 
 # %% ../nbs/31_multiclass.ipynb #b7509a52
-def column_groups(groups, k: int) -> tuple[np.ndarray, np.ndarray]:
+def column_groups(
+    groups,  # None (one group), k group labels (array or Series), or a mapping column -> group label
+    k: int,  # number of columns
+) -> tuple[np.ndarray, np.ndarray]:  # each column's group position (0..G−1) and the sorted group labels
     "The group position (0..G-1) of each of `k` columns and the sorted group labels, from None, an array of k labels or a mapping."
     if groups is None: return np.zeros(k, np.intp), np.array([1])
     if isinstance(groups, Mapping):
@@ -167,3 +179,7 @@ class VectorScaling(_Scaling):
         return self
 
     def scale(self, Z: np.ndarray) -> np.ndarray: return Z * self.coef_ + self.intercept_
+
+# %% ../nbs/31_multiclass.ipynb #da8fed09
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -28,7 +28,9 @@ class OutputError(ValueError):
 MARKER = '.calibkit-report.json'
 _MARKER_TMP = re.compile(re.escape(MARKER) + r'\.\d+\.tmp')   # the manifest's own temporary file, before its rename
 
-def digest(path: Path) -> str:
+def digest(
+    path: Path,  # a plain file (not a link)
+) -> str:  # its sha256, as hex
     "The sha256 of the plain file at `path` (a link is never followed: OSError)."
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     with open(fd, 'rb') as f: return hashlib.file_digest(f, 'sha256').hexdigest()
@@ -54,7 +56,9 @@ def write_manifest(folder: Path,             # a folder calibkit is writing
     return m
 
 # %% ../nbs/65_outdir.ipynb #od000012
-def read_manifest(folder: Path) -> dict | None:
+def read_manifest(
+    folder: Path,  # a folder calibkit may have written
+) -> dict | None:  # its manifest (`writer`, `version`, `state`, `files`), or None
     "The manifest of a folder calibkit wrote, or None (none, unreadable, or not in calibkit's format)."
     try: m = json.loads((Path(folder)/MARKER).read_text(encoding='utf-8'))
     except (OSError, ValueError): return None
@@ -177,7 +181,9 @@ def locked(out: Path):      # the output folder (its parent must exist)
         os.close(fd)
 
 # %% ../nbs/65_outdir.ipynb #od000028
-def glob_escape(name: str) -> str:   # a file name
+def glob_escape(
+    name: str,  # a file name
+) -> str:  # the name as a glob pattern matching only itself
     "`name` with the glob wildcards `*`, `?` and `[` made literal (a folder may be called `r[1]*`)."
     return re.sub(r'([*?\[])', r'[\1]', name)
 
@@ -289,3 +295,7 @@ def claim(out,                  # the output folder
         for p in made if not os.path.lexists(out) else []:   # nothing written: remove what calibkit made, if empty
             try: p.rmdir()
             except OSError: break
+
+# %% ../nbs/65_outdir.ipynb #e3c5ffcf
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

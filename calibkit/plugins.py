@@ -149,7 +149,11 @@ def broken_plugins() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=['plugin', 'distribution', 'error'], dtype=object)
 
 # %% ../nbs/10_plugins.ipynb #e3cf5a14
-def register_plugin(plugin, name: str | None = None, distribution: str | None = None) -> str:
+def register_plugin(
+    plugin,  # a module or object holding `@hookimpl` functions
+    name: str | None = None,  # the plugin's name (default: pluggy's, from the object)
+    distribution: str | None = None,  # the installed distribution it comes from, shown by `calibkit plugins`
+) -> str:  # the plugin's registered name
     "Register a module or object holding `@hookimpl` functions (after the built-ins); returns its plugin name."
     load_plugins()
     name = pm.register(plugin, name=name)
@@ -159,7 +163,9 @@ def register_plugin(plugin, name: str | None = None, distribution: str | None = 
     _state.distribution[name] = distribution
     return name
 
-def unregister_plugin(plugin) -> None:
+def unregister_plugin(
+    plugin,  # the plugin's registered name, or the registered object
+) -> None:
     "Unregister a plugin given by name or as the registered object."
     name = plugin if isinstance(plugin, str) else pm.get_name(plugin)
     if name is None or not pm.has_plugin(name):
@@ -172,11 +178,11 @@ def unregister_plugin(plugin) -> None:
 @dataclass(frozen=True)
 class Registered:
     "A registered class and the plugin it came from."
-    kind: str
-    name: str
-    cls: type
-    plugin: str
-    distribution: str | None
+    kind: str                  # 'extractor', 'grouper' or 'recalibrator'
+    name: str                  # the name it is registered as (`calibkit.plugins.grouper('tfg')`)
+    cls: type                  # the registered class
+    plugin: str                # the name of the plugin that registered it
+    distribution: str | None   # the installed distribution the plugin comes from (None: registered in code)
 
 _NAME = re.compile(r'[a-z][a-z0-9]*(?:_[a-z0-9]+)*')
 
@@ -253,15 +259,24 @@ def _make(kind: str, name: str, params: dict):
         e.add_note(f'raised by {kind} {name!r} ({r.cls.__qualname__}) from calibkit {_where(r.plugin)}')
         raise
 
-def extractor(name: str, **params):
+def extractor(
+    name: str,  # a registered extractor's name
+    **params,  # the extractor's parameters
+) -> object:  # a new instance of that extractor
     "A new instance of the extractor registered as `name`, built with `params`."
     return _make('extractor', name, params)
 
-def grouper(name: str, **params):
+def grouper(
+    name: str,  # a registered grouper's name
+    **params,  # the grouper's parameters
+) -> object:  # a new instance of that grouper
     "A new instance of the grouper registered as `name`, built with `params`."
     return _make('grouper', name, params)
 
-def recalibrator(name: str, **params):
+def recalibrator(
+    name: str,  # a registered recalibrator's name
+    **params,  # the recalibrator's parameters
+) -> object:  # a new instance of that recalibrator
     "A new instance of the recalibrator registered as `name`, built with `params`."
     return _make('recalibrator', name, params)
 
@@ -328,3 +343,8 @@ class _CallableModule(types.ModuleType):
         return plugins()
 
 if __name__ == 'calibkit.plugins': sys.modules[__name__].__class__ = _CallableModule
+
+# %% ../nbs/10_plugins.ipynb #73a1413f
+# dir(module) lists its __all__, as `calibkit.config.public_dir` makes it elsewhere: inline here, since the
+# registry imports no calibkit module (tests/test_layers.py)
+def __dir__() -> list[str]: return sorted(__all__)

@@ -23,7 +23,10 @@ def _check_both(y: np.ndarray) -> None:
     if pos in (0, n):
         raise ValueError(f'correct: all {n} fit events are {int(pos > 0)}: a recalibrator needs both outcomes (0 and 1) to learn from')
 
-def as_scores(X, name: str = 'X') -> np.ndarray:
+def as_scores(
+    X,  # confidences, shape (n,) or (n, 1), a Series, or an events frame (its `conf` column)
+    name: str = 'X',  # the argument's name in error messages
+) -> np.ndarray:  # the confidences, shape (n,)
     "Confidences from X of shape (n,) or (n, 1), a Series, or an events frame (its `conf` column), validated by `check_conf`."
     if isinstance(X, pd.DataFrame):
         if 'conf' not in X.columns: raise ValueError(f'events frame lacks a conf column; it has {list(X.columns)}')
@@ -34,14 +37,20 @@ def as_scores(X, name: str = 'X') -> np.ndarray:
         a = np.asarray(a)[:, 0]
     return check_conf(a)
 
-def fit_pairs(X, y=None) -> tuple[np.ndarray, np.ndarray]:
+def fit_pairs(
+    X,  # confidences, shape (n,) or (n, 1), or an events frame with `conf, correct`
+    y=None,  # outcomes, 1/True = correct (None when X is a frame)
+) -> tuple[np.ndarray, np.ndarray]:  # the validated confidences and outcomes
     "Validated (conf, correct) for `fit`: X of shape (n,) or (n, 1) with outcomes y, or an events frame with y=None."
     if isinstance(X, pd.DataFrame): return as_pairs(X, y)
     if y is None: raise TypeError('y (correct) is required when X is not an events frame')
     c = as_scores(X)
     return c, check_correct(y, len(c))
 
-def like(X, out: np.ndarray):
+def like(
+    X,  # what `transform` was given: scores (n,) or (n, 1), a Series, or an events frame
+    out: np.ndarray,  # the recalibrated confidences, shape (n,)
+) -> np.ndarray | pd.Series | pd.DataFrame:  # `out` in the container of X
     "Recalibrated confidences `out` in the container of X: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series (same index and name), an events frame → a copy with `conf` replaced."
     if isinstance(X, pd.DataFrame):
         X = X.copy(); X['conf'] = out
@@ -81,14 +90,20 @@ class Recalibrator(TransformerMixin, BaseEstimator):
         return t
 
 # %% ../nbs/30_recalibrators.ipynb #350e1a18
-def equal_mass_edges(c: np.ndarray, n_bins: int) -> np.ndarray:
+def equal_mass_edges(
+    c: np.ndarray,  # fit scores
+    n_bins: int,  # number of equal-mass bins (ties can merge some)
+) -> np.ndarray:  # the bins' upper edges but the last, ascending and distinct
     "Upper edges of `n_bins` equal-mass bins of the scores `c`: each bin's largest score but the last, distinct, below max(c)."
     starts = bin_starts(len(c), n_bins=n_bins)
     last = np.append(starts[1:], len(c)) - 1                # rank of each bin's largest score
     hi = np.sort(c)[last]                                   # numpy 2's vectorised sort beats np.partition here
     return np.unique(hi[:-1][hi[:-1] < hi[-1]])
 
-def bin_index(edges: np.ndarray, s: np.ndarray) -> np.ndarray:
+def bin_index(
+    edges: np.ndarray,  # upper edges of all bins but the last (`equal_mass_edges`)
+    s: np.ndarray,  # scores
+) -> np.ndarray:  # each score's bin, 0..len(edges)
     "The bin of each score: the number of upper edges strictly below it."
     if len(edges) > 100: return np.searchsorted(edges, s, side='left')
     j = np.zeros(len(s), np.int8)                        # few edges: one comparison pass per edge beats a
@@ -103,11 +118,13 @@ def _bin_means(edges, s, target) -> tuple[np.ndarray, np.ndarray]:
 
 # %% ../nbs/30_recalibrators.ipynb #7fbffa3e
 class HistogramBinning(Recalibrator):
-    "Histogram binning: each score replaced by the fit accuracy of its equal-mass bin."
+    "Histogram binning (Zadrozny & Elkan 2001): each score replaced by the fit accuracy of its equal-mass bin."
     name = 'histogram'
     description = "Histogram binning: B equal-mass bins of the fit scores, a score replaced by its bin's fit accuracy"
 
-    def __init__(self, n_bins: int | None = None):
+    def __init__(self,
+                 n_bins: int | None = None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+                 ):
         self.n_bins = n_bins
 
     def _fit(self, c, y):
@@ -159,7 +176,12 @@ def _logit(c, eps):
     c = np.clip(c.astype(np.float64), eps, 1 - eps)
     return np.log(c) - np.log1p(-c)
 
-def logistic_fit(X: np.ndarray, t: np.ndarray, start, max_iter: int = 100) -> np.ndarray:
+def logistic_fit(
+    X: np.ndarray,  # features, shape (n, k)
+    t: np.ndarray,  # targets in [0, 1], shape (n,)
+    start,  # the first θ: k weights, then the intercept
+    max_iter: int = 100,  # Newton steps at most
+) -> np.ndarray:  # θ = (k weights, intercept)
     "Unpenalised logistic regression: θ = (weights…, intercept) minimising the cross-entropy of σ(X·w + b) against targets `t` in [0, 1] (Newton, step halving)."
     from scipy.special import expit
     cols = [np.ascontiguousarray(X[:, j], dtype=np.float64) for j in range(X.shape[1])]   # one contiguous array per feature
@@ -190,11 +212,13 @@ def logistic_fit(X: np.ndarray, t: np.ndarray, start, max_iter: int = 100) -> np
 
 # %% ../nbs/30_recalibrators.ipynb #f6cd3e33
 class Platt(Recalibrator):
-    "Platt scaling: a logistic regression on logit(conf)."
+    "Platt scaling (Platt 1999): a logistic regression on logit(conf), against Platt's smoothed targets."
     name = 'platt'
     description = 'Platt scaling: logistic regression on logit(conf), conf clipped to [eps, 1 - eps]'
 
-    def __init__(self, eps: float = 1e-6):
+    def __init__(self,
+                 eps: float = 1e-6,  # confidences clipped to [eps, 1 − eps] before the logit
+                 ):
         self.eps = eps
 
     def _fit(self, c, y):
@@ -245,7 +269,10 @@ def _beta_features(c: np.ndarray) -> np.ndarray:
     return np.column_stack([np.log(q), -np.log1p(-q)])
 
 # %% ../nbs/30_recalibrators.ipynb #64d307fe
-def fresh(recal, name: str = 'scaler') -> Recalibrator:
+def fresh(
+    recal,  # a recalibrator instance, or None (isotonic regression)
+    name: str = 'scaler',  # the argument's name in error messages
+) -> Recalibrator:  # an unfitted copy
     "An unfitted copy (`sklearn.base.clone`) of a recalibrator instance; None gives `Isotonic()`. A TypeError naming `name` otherwise."
     if recal is None: return Isotonic()
     if isinstance(recal, type) or not (callable(getattr(recal, 'fit', None)) and callable(getattr(recal, 'transform', None))):
@@ -253,11 +280,16 @@ def fresh(recal, name: str = 'scaler') -> Recalibrator:
     return clone(recal)
 
 class ScalingBinning(Recalibrator):
-    "Scaling-binning (Kumar et al. 2019): a scaling function fit on one part, then its outputs binned (equal mass) on the other."
+    "Scaling-binning (Kumar, Liang & Ma 2019, §4): a scaling function fit on one part, then its outputs binned (equal mass) on the other."
     name = 'scaling_binning'
     description = 'Scaling-binning (Kumar et al. 2019): split dev; scale (isotonic or Platt) fit on one part, equal-mass bins of the scaled other part'
 
-    def __init__(self, n_bins: int | None = None, scaler=None, split: float = 0.5, seed: int | None = None):
+    def __init__(self,
+                 n_bins: int | None = None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+                 scaler=None,  # the scaling function, a recalibrator instance (default: `Isotonic()`)
+                 split: float = 0.5,  # share of the fit events that fit the scaler; the rest place the bins
+                 seed: int | None = None,  # seed of the random split (default: the settings' seed)
+                 ):
         self.n_bins, self.scaler, self.split, self.seed = n_bins, scaler, split, seed
 
     def _fit(self, c, y):
@@ -284,7 +316,10 @@ class ScalingBinningKLS(Recalibrator):
     name = 'scaling_binning_kls'
     description = 'Scaling-binning as the sparse-tagset paper (Kranzlein et al. 2021): scaler fit on all dev events, equal-mass bins of the raw scores, output = mean scaled value per bin'
 
-    def __init__(self, n_bins: int | None = None, scaler=None):
+    def __init__(self,
+                 n_bins: int | None = None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+                 scaler=None,  # the scaling function, a recalibrator instance (default: `Isotonic()`)
+                 ):
         self.n_bins, self.scaler = n_bins, scaler
 
     def _fit(self, c, y):
@@ -296,15 +331,22 @@ class ScalingBinningKLS(Recalibrator):
     def _transform(self, c): return self.values_[bin_index(self.edges_, c)]
 
 # %% ../nbs/30_recalibrators.ipynb #b9be400a
-def group_slices(gid: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+def group_slices(
+    gid: np.ndarray,  # each event's group id, 1..n_groups
+    n_groups: int,  # number of groups
+) -> tuple[np.ndarray, np.ndarray]:  # `order` (event indices by group) and `bounds` (n_groups + 1 offsets)
     "For group ids 1..n_groups: event indices sorted by group (stable) and `bounds`, group g's events being `order[bounds[g-1]:bounds[g]]`."
     order = np.argsort(gid.astype(np.int32 if n_groups >= 2**15 else np.int16), kind='stable')
     return order, np.searchsorted(gid[order], np.arange(1, n_groups + 2))
 
 class Grouped(TransformerMixin, BaseEstimator):
-    "One recalibrator per group of tags (fitted on the group's events); small groups use a pooled model."
+    "One recalibrator per group of tags (Kranzlein, Liu & Schneider 2021), fitted on the group's events; small groups use a pooled model."
 
-    def __init__(self, grouper, recalibrator=None, min_events: int = 100):
+    def __init__(self,
+                 grouper,  # a grouper fitted on training tag counts: its `assign(labels)` gives groups 1..G
+                 recalibrator=None,  # fitted once per group, a recalibrator instance (default: `Isotonic()`)
+                 min_events: int = 100,  # a group with fewer fit events (or one outcome only) uses the pooled model
+                 ):
         self.grouper, self.recalibrator, self.min_events = grouper, recalibrator, min_events
 
     def _groups(self, grouper, n: int, frame, labels) -> np.ndarray:
@@ -384,3 +426,7 @@ EXPECTED_FAILED_CHECKS = {
     'check_requires_y_none': 'y (correctness) is required unless X is an events frame',
 }
 "scikit-learn's generic estimator checks a recalibrator fails by design, with the reason (`check_estimator(..., expected_failed_checks=...)`)."
+
+# %% ../nbs/30_recalibrators.ipynb #c57624d6
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -92,14 +92,26 @@ def _assign(grouper, labels) -> np.ndarray:
         return np.asarray(grouper.assign(labels))
 
 # %% ../nbs/42_sparse_study.ipynb #21be0fa1
-def recalibrate(grouper, recalibrator, dev: pd.DataFrame, test: pd.DataFrame, *, min_events: int = 100) -> pd.DataFrame:
+def recalibrate(
+    grouper,  # a grouper fitted on training tag counts
+    recalibrator,  # a recalibrator instance, copied and fitted once per group
+    dev: pd.DataFrame,  # events frame the recalibrators are fitted on (with `label`)
+    test: pd.DataFrame,  # events frame to recalibrate (with `label`)
+    *,
+    min_events: int = 100,  # a group with fewer dev events uses the pooled model (`Grouped`)
+) -> pd.DataFrame:  # `test` with `conf` recalibrated
     "Test events recalibrated by one copy of the `recalibrator` instance per group of the fitted `grouper`, fitted on the dev events."
     with warnings.catch_warnings():
         warnings.filterwarnings('ignore', message=_UNSEEN)
         return Grouped(grouper, recalibrator, min_events=min_events).fit(dev).transform(test)
 
 # %% ../nbs/42_sparse_study.ipynb #66701eb4
-def group_summary(grouper, counts: pd.Series, dev: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
+def group_summary(
+    grouper,  # a grouper fitted on `counts`
+    counts: pd.Series,  # training tag counts (tag -> count)
+    dev: pd.DataFrame,  # dev events frame (with `label`)
+    test: pd.DataFrame,  # test events frame (with `label`)
+) -> pd.DataFrame:  # one row per group: group, n_tags, train_tokens, share, min_freq, max_freq, dev_events, test_events, tags
     "One row per group (1 = most frequent, … G): tag types, training tokens, share and frequency range, dev and test events."
     t = grouper.table()
     tokens = counts.groupby(grouper.assign(counts.index.to_numpy(dtype=object))).sum()
@@ -126,11 +138,23 @@ def _check_unseen(counts: pd.Series, dev, test, last: int) -> None:
         warnings.warn(f'sparse_study: {" and ".join(parts)} have tags unseen in training ({len(tags)} distinct, e.g. '
                       f'{sorted(map(str, tags))[:5]}): they belong to the last group ({last}) for TFG and GMCE', stacklevel=3)
 
-def sparse_study(train_counts, dev_events: pd.DataFrame, test_events: pd.DataFrame, *, recalibrators: Sequence = RECALIBRATORS,
-                 grouper=None, n_groups: int | None = None, rule: str | None = None, threshold: float | None = None,
-                 n_bins: int | None = None, min_events: int = 100, level: float | None = None,
-                 n_samples: int | None = None, seed: int | None = None) -> pd.DataFrame:
-    "SMCE and per-group GMCE before/after each recalibrator under SCW and grouped (TFG) recalibration: a tidy frame (see above)."
+def sparse_study(
+    train_counts,  # training gold-tag counts (tag -> count), or the training gold labels
+    dev_events: pd.DataFrame,  # marginal events the recalibrators are fitted on (`conf, correct, label`)
+    test_events: pd.DataFrame,  # marginal events they are evaluated on
+    *,
+    recalibrators: Sequence = RECALIBRATORS,  # registered recalibrator names or instances (or a single one)
+    grouper=None,  # the grouping besides SCW: a registered grouper name or an instance (default: 'tfg')
+    n_groups: int | None = None,  # G of the named grouper (default: the settings' n_groups, 5)
+    rule: str | None = None,  # TFG's rule, '>' or '>=' (default: the settings' tfg_rule)
+    threshold: float | None = None,  # events below this score are dropped from dev and test (default: the settings' threshold, 0.01)
+    n_bins: int | None = None,  # equal-mass bins of the recalibrators and the metrics (default: the settings' n_bins)
+    min_events: int = 100,  # a group with fewer dev events uses the pooled recalibrator
+    level: float | None = None,  # confidence level of the intervals (default: the settings' ci_level)
+    n_samples: int | None = None,  # resamples per interval (default: the settings' ci_samples)
+    seed: int | None = None,  # seed of the resampling and of seeded recalibrators (default: the settings' seed)
+) -> pd.DataFrame:  # one row per recalibrator × grouper × scope (all, group 1..G); attrs: groups, settings
+    "SMCE and per-group GMCE before/after each recalibrator under SCW and grouped (TFG) recalibration, as Kranzlein, Liu & Schneider (2021) measure them: a tidy frame (see above)."
     threshold, n_bins, seed = _check_threshold(threshold), default('n_bins', n_bins), default('seed', seed)
     n_bins = check_int('n_bins', n_bins, 1)
     if isinstance(recalibrators, str) or hasattr(recalibrators, 'fit'): recalibrators = [recalibrators]
@@ -165,8 +189,17 @@ def sparse_study(train_counts, dev_events: pd.DataFrame, test_events: pd.DataFra
     return out
 
 # %% ../nbs/42_sparse_study.ipynb #3d48bf7b
-def sparse_study_from_scores(train_counts, dev_scores, dev_gold, test_scores, test_gold, *, labels=None,
-                             threshold: float | None = None, **kw) -> pd.DataFrame:
+def sparse_study_from_scores(
+    train_counts,  # training counts keyed by tag index 0..K−1 (or by name, with `labels`), or the training gold labels
+    dev_scores,  # dev n×K score matrix (softmax probabilities)
+    dev_gold,  # dev gold tag ids, 0..K−1
+    test_scores,  # test n×K score matrix over the same K tags
+    test_gold,  # test gold tag ids
+    *,
+    labels=None,  # the K tag names (default: the column indices)
+    threshold: float | None = None,  # cells scoring below this are not events (default: the settings' threshold)
+    **kw,  # `sparse_study`'s other parameters
+) -> pd.DataFrame:  # `sparse_study`'s frame
     "`sparse_study` from n×K score matrices and gold ids (the authors' format); `train_counts` keyed by tag index (or name, with `labels`)."
     threshold = _check_threshold(threshold)
     dev = events_from_scores(dev_scores, dev_gold, threshold=threshold, labels=labels)      # validates each matrix once
@@ -182,7 +215,11 @@ def _fmt(v, digits):
 def _pct(v):
     return '' if pd.isna(v) else f'{v:+.1f}%'.replace('-', '−')
 
-def table1(results: pd.DataFrame, groups: Sequence | None = None, digits: int = 4) -> pd.DataFrame:
+def table1(
+    results: pd.DataFrame,  # `sparse_study`'s frame
+    groups: Sequence | None = None,  # the groups to show (default: the first and the last)
+    digits: int = 4,  # decimals of the errors
+) -> pd.DataFrame:  # strings, one row per recalibration and the count rows, indexed by `recalibration`
     "The paper's Table 1 layout (strings): rows recalibrator × grouper, columns SMCE and GMCE of `groups` with Δ% and interval."
     g = results.attrs.get('groups')
     if g is None: raise ValueError('results must come from sparse_study (its attrs hold the groups)')
@@ -210,7 +247,10 @@ def table1(results: pd.DataFrame, groups: Sequence | None = None, digits: int = 
     for k, vals in bottom.items(): rows[k] = {head(s): str(v) for s, v in zip(scopes, vals)}
     return pd.DataFrame.from_dict(rows, orient='index').fillna('').rename_axis('recalibration')
 
-def group_table(results: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
+def group_table(
+    results: pd.DataFrame,  # `sparse_study`'s frame
+    digits: int = 4,  # decimals of the errors (Δ% to one)
+) -> pd.DataFrame:  # the rounded columns of `results`, one row per scope × recalibrator × grouper
     "Every scope (all and each group) × recalibrator × grouper, numbers rounded: before, after, Δ%, intervals, events."
     cols = ['recalibrator', 'grouper', 'group', 'n_events', 'before', 'before_lo', 'before_hi', 'after', 'after_lo', 'after_hi', 'delta_pct']
     out = results[cols].copy()
@@ -220,7 +260,9 @@ def group_table(results: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
     return out
 
 # %% ../nbs/42_sparse_study.ipynb #438f5446
-def paper_findings(results: pd.DataFrame) -> pd.DataFrame:
+def paper_findings(
+    results: pd.DataFrame,  # `sparse_study`'s frame
+) -> pd.DataFrame:  # one row per finding: finding, holds, evidence
     "The paper's four findings checked on `sparse_study` results: finding, holds (bool), evidence."
     r = results.set_index(['recalibrator', 'grouper', 'group'])
     techs = list(dict.fromkeys(results.recalibrator))
@@ -252,7 +294,13 @@ def paper_findings(results: pd.DataFrame) -> pd.DataFrame:
 # %% ../nbs/42_sparse_study.ipynb #19e13b02
 GREEN, RED = '#1a9850', '#d73027'
 
-def arrow_chart(results: pd.DataFrame, *, scopes: Sequence | None = None, title: str | None = None, width: int = 150):
+def arrow_chart(
+    results: pd.DataFrame,  # `sparse_study`'s frame
+    *,
+    scopes: Sequence | None = None,  # the panels: 'all' and group ids (default: every scope)
+    title: str | None = None,  # the chart's title (default: what it shows)
+    width: int = 150,  # width of a panel, in pixels
+) -> alt.FacetChart:  # an Altair chart, one panel per scope
     "Dot (uncalibrated) and arrow (recalibrated) per recalibrator × grouper, one panel per scope: green = better, red = worse."
     import altair as alt
     need = ['recalibrator', 'grouper', 'group', 'before', 'after']
@@ -287,7 +335,11 @@ def arrow_chart(results: pd.DataFrame, *, scopes: Sequence | None = None, title:
     return chart.properties(title=alt.TitleParams(textwrap.wrap(text, 48), anchor='start'))
 
 # %% ../nbs/42_sparse_study.ipynb #f30fc650
-def fold_ids(events: pd.DataFrame, n_folds: int = 5, seed: int | None = None) -> np.ndarray:
+def fold_ids(
+    events: pd.DataFrame,  # events frame (with `item` when events of one item must stay together)
+    n_folds: int = 5,  # number of folds (>= 2)
+    seed: int | None = None,  # seed of the assignment (default: the settings' seed)
+) -> np.ndarray:  # each event's fold, 0..n_folds−1
     "The fold (0 … n_folds − 1) of every event: whole items (the `item` column, e.g. sentences) when present, else single events; seeded."
     n_folds = check_int('n_folds', n_folds, 2)
     units = pd.factorize(events['item'])[0] if 'item' in events.columns else np.arange(len(events))
@@ -299,12 +351,21 @@ def fold_ids(events: pd.DataFrame, n_folds: int = 5, seed: int | None = None) ->
 # %% ../nbs/42_sparse_study.ipynb #2c0b66c9
 class NGroupsChoice(NamedTuple):
     "What `choose_n_groups` returns: the per-candidate table and the chosen number of groups."
-    table: pd.DataFrame
-    n_groups: int
+    table: pd.DataFrame  # per candidate G: n_groups_fitted, smce, gmce_mean, gmce_max, gmce_eval, chosen
+    n_groups: int        # the chosen G
 
-def choose_n_groups(train_counts, dev_events: pd.DataFrame, *, candidates: Sequence[int] = range(1, 9), recalibrator='isotonic',
-                    n_folds: int = 5, n_bins: int | None = None, threshold: float | None = None, min_events: int = 100,
-                    seed: int | None = None) -> NGroupsChoice:
+def choose_n_groups(
+    train_counts,  # training gold-tag counts (tag -> count), or the training gold labels
+    dev_events: pd.DataFrame,  # marginal events to cross-validate on (`conf, correct, label`, and `item` to keep items whole)
+    *,
+    candidates: Sequence[int] = range(1, 9),  # the numbers of groups G to try
+    recalibrator='isotonic',  # a registered recalibrator name or an instance
+    n_folds: int = 5,  # cross-validation folds
+    n_bins: int | None = None,  # equal-mass bins of the recalibrator and the metrics (default: the settings' n_bins)
+    threshold: float | None = None,  # events below this score are dropped (default: the settings' threshold)
+    min_events: int = 100,  # a group with fewer fit events uses the pooled recalibrator
+    seed: int | None = None,  # seed of the folds and of a seeded recalibrator (default: the settings' seed)
+) -> NGroupsChoice:  # the per-candidate table and the chosen G
     "Cross-validated number of TFG groups on the dev events: held-out SMCE, GMCE and `gmce_eval` (mean GMCE over the finest candidate's groups) per candidate G; the lowest `gmce_eval` wins, ties to the smaller G."
     from calibkit.metrics import ece
     n_bins, seed = check_int('n_bins', default('n_bins', n_bins), 1), default('seed', seed)
@@ -346,13 +407,18 @@ TAGSETS = {'xpos+deprel': ('xpos', '+', 'deprel'), 'upos|feats': ('upos', '|', '
 EWT_FILES = ('en_ewt-ud-dev.conllu', 'en_ewt-ud-test.conllu')
 PARTS = ('train', 'train', 'train', 'recal', 'eval')      # document j goes to PARTS[j % 5]
 
-def ewt_tags(words: pd.DataFrame, tagset: str = 'xpos+deprel') -> pd.Series:
+def ewt_tags(
+    words: pd.DataFrame,  # `calibkit.datasets.ud.words_frame` of the sentences
+    tagset: str = 'xpos+deprel',  # a key of `TAGSETS`
+) -> pd.Series:  # each word's tag, named 'tag'
     "The tag of every word of a `calibkit.datasets.ud.words_frame` in `tagset` (a key of `TAGSETS`); `_` parts are left out."
     if tagset not in TAGSETS: raise ValueError(f'tagset must be one of {list(TAGSETS)}, got {tagset!r}')
     a, sep, b = TAGSETS[tagset]
     return (words[a] + np.where(words[b] == '_', '', sep + words[b])).rename('tag')
 
-def ewt_split(sentences) -> np.ndarray:
+def ewt_split(
+    sentences,  # CoNLL-U sentences in file order (`calibkit.datasets.ud.read_conllu`)
+) -> np.ndarray:  # each sentence's part: 'train', 'recal' or 'eval'
     "The part of every sentence: `train`, `recal` or `eval`, by its document's position j in file order (`PARTS[j % 5]`)."
     docs = pd.Series([s.doc_id if s.doc_id is not None else s.sent_id for s in sentences], dtype=object)
     if docs.isna().any(): raise ValueError(f'sentences: {int(docs.isna().sum())} have neither a document nor a sentence id')
@@ -360,9 +426,9 @@ def ewt_split(sentences) -> np.ndarray:
 
 class EWTEvents(NamedTuple):
     "What `sparse_study` takes: recal-part events, eval-part events (attrs: accuracy, tokens, ...) and training tag counts."
-    dev_events: pd.DataFrame
-    test_events: pd.DataFrame
-    train_counts: pd.Series
+    dev_events: pd.DataFrame   # marginal events of the `recal` part, thresholded
+    test_events: pd.DataFrame  # marginal events of the `eval` part (attrs: accuracy, tokens, ...)
+    train_counts: pd.Series    # gold tag counts of the `train` part
 
 def _data_dir(data_dir) -> Path:
     if data_dir is None:
@@ -373,8 +439,15 @@ def _data_dir(data_dir) -> Path:
     if missing: raise FileNotFoundError(f'{d} lacks {missing}: pass data_dir= the folder holding the UD English EWT files')
     return d
 
-def ewt_study_events(data_dir=None, *, tagset: str = 'xpos+deprel', threshold: float | None = None, C: float = 1.0,
-                     max_iter: int = 10, seed: int | None = None) -> EWTEvents:
+def ewt_study_events(
+    data_dir=None,  # folder holding the UD English EWT dev and test .conllu files (default: the bundled copy)
+    *,
+    tagset: str = 'xpos+deprel',  # a key of `TAGSETS`
+    threshold: float | None = None,  # cells scoring below this are not events (default: the settings' threshold)
+    C: float = 1.0,  # inverse L2 penalty of the softmax tagger
+    max_iter: int = 10,  # the tagger's training epochs (SAGA)
+    seed: int | None = None,  # seed of the tagger's training (default: the settings' seed)
+) -> EWTEvents:  # recal and eval events and the training counts
     "Train a softmax tagger on the `train` part of UD EWT and return the thresholded marginal events of `recal`/`eval` and the training counts."
     from sklearn.exceptions import ConvergenceWarning
     from calibkit.datasets.ud import read_conllu, words_frame
@@ -406,3 +479,7 @@ def ewt_study_events(data_dir=None, *, tagset: str = 'xpos+deprel', threshold: f
                         n_unseen_gold=int((ids >= len(model.tags_)).sum()))
         out.append(ev)
     return EWTEvents(out[0], out[1], counts)
+
+# %% ../nbs/42_sparse_study.ipynb #65a8631b
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -102,3 +102,7 @@ def sample_size_study(
                                     level=level, seed=s)
             rows.append((k, s, m, isqrt(m), *iv))
     return pd.DataFrame(rows, columns=['k', 'seed', 'n', 'bin_size', 'calib_mse', 'lo', 'hi'])
+
+# %% ../nbs/41_studies.ipynb #6935d77e
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -24,6 +24,17 @@ def test_help_on_every_command(cmd):
     assert r.returncode == 0 and 'usage: calibkit' in r.stdout
 
 
+
+def test_version_imports_nothing_heavy():
+    """`calibkit --version` answers at once (issue 24: under 0.3 s): the entry point loads neither numpy, pandas,
+    Altair, the plugin registry, nor importlib.metadata (slow to import). Import weight, not time: deterministic."""
+    code = ('import sys\nfrom calibkit.cli import main\ntry: main(["--version"])\nexcept SystemExit as e: code = e.code\n'
+            'heavy = ("numpy", "pandas", "altair", "calibkit.plugins", "importlib.metadata")\n'
+            'print(code, [m for m in heavy if m in sys.modules])')
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
+    import calibkit
+    assert r.stdout.splitlines() == [f'calibkit {calibkit.__version__}', '0 []'], r.stdout
+
 @pytest.mark.parametrize('name', ['test.csv', 'test.parquet', 'test.jsonl'])
 def test_report_from_events_files_agree(data, tmp_path, name):
     r = calibkit('report', data/name, '--out', tmp_path/'r', '--n-samples', 50)

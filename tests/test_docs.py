@@ -268,6 +268,36 @@ def test_top_level_namespace_is_calibkit_public_api():
     assert {'calib_mse', 'ece', 'calibration_report', 'multiclass', 'diagnostics', 'TemperatureScaling'} <= set(names)
 
 
+
+# modules whose notebook does not yet end with the `__dir__` cell (the lead adds it after merging; then empty this)
+DIR_TODO = {'calibkit.extractors.base', 'calibkit.extractors.taggers', 'calibkit.extractors.coref',
+            'calibkit.extractors.seq2seq', 'calibkit.models.taggers', 'calibkit.models.coref', 'calibkit.models.seq2seq',
+            'calibkit.datasets.conll', 'calibkit.datasets.coref', 'calibkit.datasets.ud', 'calibkit.significance',
+            'calibkit.selective', 'calibkit.charts', 'calibkit.report', 'calibkit.cli'}
+
+
+def package_modules() -> list[str]:
+    "Every module of the package (`calibkit._modidx`, nbdev's index, is not one of calibkit's)."
+    import calibkit, pkgutil
+    return sorted(m.name for m in pkgutil.walk_packages(calibkit.__path__, 'calibkit.') if m.name != 'calibkit._modidx')
+
+
+@pytest.mark.parametrize('module', package_modules())
+def test_module_namespace_is_its_public_api(module):
+    "`dir(calibkit.<module>)` lists its `__all__` (a package also its submodules): not np, pd, os, Path, ..."
+    import importlib
+    if module == 'calibkit.dask': pytest.importorskip('dask')
+    mod = importlib.import_module(module)
+    public = set(getattr(mod, '__all__', ()))
+    if hasattr(mod, '__path__'): public |= {n for n in vars(mod) if f'{module}.{n}' in sys.modules}
+    names = dir(mod)
+    leaked = [n for n in names if n not in public and not (n.startswith('__') and n.endswith('__'))]
+    if module in DIR_TODO:
+        if leaked: pytest.xfail(f'{module}: its notebook does not end with the __dir__ cell yet')
+        pytest.fail(f'{module} lists only its public names now: remove it from DIR_TODO')
+    assert public <= set(names), sorted(public - set(names))
+    assert leaked == [], f'{module}.{leaked[0]} leaks into dir({module})'
+
 # ---- search -------------------------------------------------------------------------------------------------
 def search_text(site) -> dict:
     "page -> [its text, {anchor: offset}], as the search page reads it."
@@ -319,6 +349,9 @@ DOCUMENTED = ['calibkit.config', 'calibkit.events', 'calibkit.metrics', 'calibki
               'calibkit.extractors', 'calibkit.extractors.base', 'calibkit.extractors.taggers',
               'calibkit.extractors.coref', 'calibkit.extractors.seq2seq',
               'calibkit.models', 'calibkit.models.taggers', 'calibkit.models.coref', 'calibkit.models.seq2seq',
+              'calibkit.binning', 'calibkit.groupers', 'calibkit.recalibrators', 'calibkit.multiclass',
+              'calibkit.plugins', 'calibkit.inputs', 'calibkit.outdir', 'calibkit.default_plugins', 'calibkit.sparse',
+              'calibkit.demos',
               ]
 
 
