@@ -43,3 +43,7 @@ class Extractor(BaseEstimator):
             raise ValueError(f'extractor {self.name!r}: output lacks key(s) {missing}; it reads {list(reads)}'
                              + (f' and optionally {list(optional)}' if optional else '') + f'; got keys {list(output)}')
         return {k: output.get(k) for k in [*reads, *optional]}
+
+# %% ../../nbs/18_extractor_base.ipynb #4afe094c
+from ..config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -245,3 +245,7 @@ class CorefMCExtractor(Extractor):
         elif gold is None: raise TypeError(f'extractor {self.name!r}: extract needs gold= (the gold cluster id per mention)')
         ms = coref_mc(output, self.n_samples, self.seed if seed is None else seed, quiet=self.quiet)
         return ms.events(gold, window=self.window, kinds=self.kinds, doc=doc)
+
+# %% ../../nbs/13_extract_coref.ipynb #54d91278
+from ..config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -592,3 +592,7 @@ class Seq2SeqExtractor(Extractor):
         tokens = token_events(output, labels, logits=self.logits, ignore_ids=self.ignore_ids, **kw)
         if self.level == 'token': return tokens
         return word_events(tokens, word_ids, vocab=vocab, marker=self.marker, specials=self.specials, how=self.how)
+
+# %% ../../nbs/15_extract_seq2seq.ipynb #2782c4e9
+from ..config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -384,3 +384,7 @@ class CRFSuiteExtractor(TaggerExtractor):
     reads_optional = {}     # its output is lists of dicts, not named arrays
 
     def scores(self, output, labels=None): return from_crfsuite(output, labels)
+
+# %% ../../nbs/11_extract_taggers.ipynb #a471f91d
+from ..config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -303,3 +303,7 @@ def evaluate(
                                   'anaphoric': ~first_mentions(doc.clusters), 'chosen': back, 'p': P[np.arange(n), back],
                                   'correct': antecedent_correct(doc.clusters, back)}))
     return pd.concat(rows, ignore_index=True)
+
+# %% ../../nbs/14_models_coref.ipynb #7404cb0e
+from ..config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

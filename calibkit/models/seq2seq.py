@@ -282,3 +282,7 @@ def seq2seq_study_events(
     data = ewt_seq2seq_data(data_dir, max_words=max_words, vocab_size=vocab_size, seed=seed)
     model, _ = train(data, hidden=hidden, dropout=dropout, epochs=epochs, seed=seed)
     return model_events(model, data)
+
+# %% ../../nbs/16_models_seq2seq.ipynb #2e13d3ae
+from ..config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -375,3 +375,7 @@ def events_from_tagger(
     model._check_fitted()
     out, name, p, kw = tagger_output(model, sents)
     return extractor(name, **p, **params).extract(out, tags, labels=model.tags_, **kw)
+
+# %% ../../nbs/12_models_taggers.ipynb #9e0a7656
+from ..config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__
