@@ -905,4 +905,6 @@ d = { 'settings': { 'branch': 'main',
                                   'calibkit.studies.bin_size_study': ('studies.html#bin_size_study', 'calibkit/studies.py'),
                                   'calibkit.studies.sample_size_study': ('studies.html#sample_size_study', 'calibkit/studies.py'),
                                   'calibkit.studies.synthetic': ('studies.html#synthetic', 'calibkit/studies.py'),
-                                  'calibkit.studies.true_accuracy': ('studies.html#true_accuracy', 'calibkit/studies.py')}}}
+                                  'calibkit.studies.true_accuracy': ('studies.html#true_accuracy', 'calibkit/studies.py')},
+            'calibkit.tutorials': { 'calibkit.tutorials._plain_name': ('tutorial_output.html#_plain_name', 'calibkit/tutorials.py'),
+                                    'calibkit.tutorials.output_folder': ('tutorial_output.html#output_folder', 'calibkit/tutorials.py')}}}

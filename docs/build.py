@@ -107,13 +107,14 @@ def modules() -> dict:
     for py in sorted(PKG.rglob('*.py')):
         text = py.read_text(encoding='utf-8')
         m = EDIT_HEADER.search(text[:2000])
-        if not m or py.name.startswith('_'): continue
+        if not m or (py.name.startswith('_') and py.name != '__init__.py'): continue   # a package's own notebook: kept
         names = []
         for node in ast.parse(text).body:
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == '__all__' for t in node.targets):
                 names = ast.literal_eval(node.value)
         if names:
-            out['.'.join(py.relative_to(ROOT).with_suffix('').parts)] = (m.group(1), names)
+            parts = py.relative_to(ROOT).with_suffix('').parts
+            out['.'.join(parts[:-1] if parts[-1] == '__init__' else parts)] = (m.group(1), names)
     return out
 
 
