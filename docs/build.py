@@ -343,7 +343,8 @@ def write_font_css():
 
 
 def module_docstring(module: str) -> str:
-    text = (ROOT/Path(*module.split('.'))).with_suffix('.py').read_text(encoding='utf-8')
+    path = ROOT/Path(*module.split('.'))
+    text = (path/'__init__.py' if path.is_dir() else path.with_suffix('.py')).read_text(encoding='utf-8')
     return ast.get_docstring(ast.parse(text)) or ''
 
 
