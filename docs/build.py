@@ -208,7 +208,7 @@ def notebook_pages(nb_path: Path, mods: dict, available: dict) -> tuple[dict, di
     cells = nb['cells']
     default_exp = next((directives(c)['default_exp'] for c in cells
                         if c['cell_type'] == 'code' and 'default_exp' in directives(c)), None)
-    module = f'calibkit.{default_exp}' if default_exp else None
+    module = f'calibkit.{default_exp.removesuffix(".__init__")}' if default_exp else None
     public = set(mods[module][1]) if module in mods and module in available else set()
     out, examples, seen = [], {}, set()
     for i, c in enumerate(cells):
