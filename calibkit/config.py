@@ -13,7 +13,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['Settings', 'package_dir', 'calibkit_version', 'settings_path', 'read_settings', 'settings', 'default', 'progress',
-           'fixed_threads', 'data_dir', 'require', 'public_dir']
+           'fixed_threads', 'require', 'public_dir']
 
 # %% ../nbs/00_config.ipynb #2467c999
 @dataclass(frozen=True)
@@ -114,16 +114,6 @@ def fixed_threads():
         try: yield
         finally:
             if torch: torch.set_num_threads(saved[0]); torch.use_deterministic_algorithms(saved[1])
-
-# %% ../nbs/00_config.ipynb #de6db4bd
-def data_dir(
-    *parts: str,  # path parts below `calibkit/data/` (none: the folder itself)
-) -> Path:
-    "The bundled data folder (`calibkit/data/`), or a file or folder inside it; a clear error when it is missing."
-    d = package_dir()/'data'
-    p = d.joinpath(*parts)
-    if not p.exists(): raise FileNotFoundError(f'{p} not found: calibkit\'s bundled data is incomplete (reinstall calibkit)')
-    return p
 
 # %% ../nbs/00_config.ipynb #801513eb
 def require(

@@ -7,7 +7,8 @@ from __future__ import annotations
 import hashlib, json, os
 from pathlib import Path
 import pandas as pd
-from .config import data_dir, default, progress
+from .config import default, progress
+from .datasets import bundled
 from .events import events
 from .outdir import OutputError, check_path, locked, mismatch
 from .report import REPORT_FILES, calibration_report
@@ -35,7 +36,7 @@ def demo_twitter_pos(
     "HMM, basic and featured CRF and softmax taggers on ARK Twitter POS: full-marginal events, isotonic recalibration."
     from calibkit.datasets.conll import read_conll
     from calibkit.models.taggers import CRFTagger, HMMTagger, SoftmaxTagger, events_from_tagger
-    data = {s: read_conll(data_dir()/'twpos'/f'oct27.{s}') for s in ('train', 'dev', 'test')}
+    data = {s: read_conll(bundled(f'twpos/oct27.{s}')) for s in ('train', 'dev', 'test')}
     models = {'hmm': HMMTagger(), 'crf_basic': CRFTagger('basic'), 'crf_advanced': CRFTagger('advanced'),
               'softmax': SoftmaxTagger()}
     done = []
@@ -56,7 +57,7 @@ def demo_coref(
     from calibkit.datasets.coref import read_conll2012_coref
     from calibkit.models.coref import MentionRanker, split_documents
     from calibkit.plugins import extractor
-    split = split_documents(read_conll2012_coref(data_dir()/'litbank'))
+    split = split_documents(read_conll2012_coref(bundled('litbank')))
     model = MentionRanker(window=50).fit(split['train'])
     ex = extractor('coref_mc', seed=0, quiet=True)
     ev = {s: pd.concat([ex.extract(model.antecedent_probs(d), gold=d.clusters, doc=d.name, seed=k)
@@ -73,7 +74,7 @@ def demo_sparse_tagsets(
 ) -> list[Path]:  # the report folders written
     "Softmax tagger on UD EWT's XPOS+DEPREL tagset (486 tags): marginal events, TFG (G = 5) with per-group histogram binning."
     from calibkit.sparse import ewt_study_events
-    st = ewt_study_events(data_dir()/'ud_ewt')
+    st = ewt_study_events(bundled('ud_ewt'))
     rep = calibration_report(st.test_events, fit=st.dev_events, counts=st.train_counts, grouper='tfg', recalibrator='histogram',
                              title='UD EWT XPOS+DEPREL: marginal events, TFG + histogram binning')
     rep.save(out/'sparse_tagsets', force=True)
@@ -85,7 +86,7 @@ def demo_seq2seq(
 ) -> list[Path]:  # the report folders written
     "GRU encoder-decoder (hidden 64) on UD EWT words → lemma/UPOS: teacher-forced token events and greedy sequence events (min)."
     from calibkit.models.seq2seq import seq2seq_study_events
-    st = seq2seq_study_events(data_dir()/'ud_ewt')
+    st = seq2seq_study_events(bundled('ud_ewt'))
     meta = dict(token_accuracy=st.token_accuracy, exact_match=st.exact_match)
     done = []
     for name, ev, what in (('tokens', st.tokens, 'teacher-forced token events'),

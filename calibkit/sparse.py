@@ -432,7 +432,7 @@ class EWTEvents(NamedTuple):
 
 def _data_dir(data_dir) -> Path:
     if data_dir is None:
-        from calibkit.config import data_dir as bundled
+        from calibkit.datasets import bundled
         data_dir = bundled('ud_ewt')
     d = Path(data_dir)
     missing = [f for f in EWT_FILES if not (d/f).is_file()]

@@ -107,13 +107,14 @@ def modules() -> dict:
     for py in sorted(PKG.rglob('*.py')):
         text = py.read_text(encoding='utf-8')
         m = EDIT_HEADER.search(text[:2000])
-        if not m or py.name.startswith('_'): continue
+        if not m or (py.name.startswith('_') and py.name != '__init__.py'): continue   # a package's own notebook: kept
         names = []
         for node in ast.parse(text).body:
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == '__all__' for t in node.targets):
                 names = ast.literal_eval(node.value)
         if names:
-            out['.'.join(py.relative_to(ROOT).with_suffix('').parts)] = (m.group(1), names)
+            parts = py.relative_to(ROOT).with_suffix('').parts
+            out['.'.join(parts[:-1] if parts[-1] == '__init__' else parts)] = (m.group(1), names)
     return out
 
 
@@ -207,7 +208,7 @@ def notebook_pages(nb_path: Path, mods: dict, available: dict) -> tuple[dict, di
     cells = nb['cells']
     default_exp = next((directives(c)['default_exp'] for c in cells
                         if c['cell_type'] == 'code' and 'default_exp' in directives(c)), None)
-    module = f'calibkit.{default_exp}' if default_exp else None
+    module = f'calibkit.{default_exp.removesuffix(".__init__")}' if default_exp else None
     public = set(mods[module][1]) if module in mods and module in available else set()
     out, examples, seen = [], {}, set()
     for i, c in enumerate(cells):
@@ -342,7 +343,8 @@ def write_font_css():
 
 
 def module_docstring(module: str) -> str:
-    text = (ROOT/Path(*module.split('.'))).with_suffix('.py').read_text(encoding='utf-8')
+    path = ROOT/Path(*module.split('.'))
+    text = (path/'__init__.py' if path.is_dir() else path.with_suffix('.py')).read_text(encoding='utf-8')
     return ast.get_docstring(ast.parse(text)) or ''
 
 

@@ -350,6 +350,11 @@ DOCUMENTED = ['calibkit.config', 'calibkit.events', 'calibkit.metrics', 'calibki
               'calibkit.binning', 'calibkit.groupers', 'calibkit.recalibrators', 'calibkit.multiclass',
               'calibkit.plugins', 'calibkit.inputs', 'calibkit.outdir', 'calibkit.default_plugins', 'calibkit.sparse',
               'calibkit.demos',
+              'calibkit.datasets',
+              'calibkit.datasets.conll',
+              'calibkit.datasets.coref',
+              'calibkit.datasets.ud',
+              'calibkit.tutorials',
               ]
 
 

@@ -1,7 +1,8 @@
 """The package a user installs: the real wheel, built and installed into a fresh virtual environment (not the
-checkout), runs the demo on its bundled data; the install stays light; the sdist runs its own tests.
+checkout), runs the demo and a tutorial on its bundled data; the install stays light; the sdist runs its own tests.
 
-Slow-ish (a build and a venv whose dependencies come from the registry or pip's cache): ~1-2 minutes.
+Slow-ish (a build and a venv whose dependencies come from the registry or pip's cache, and one tutorial executed
+there): ~2-3 minutes.
 """
 import os, subprocess, sys, tarfile, venv, zipfile
 from pathlib import Path
@@ -134,3 +135,46 @@ def test_sdist_runs_its_own_tests(dist, tmp_path):
     r = sh(sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'tests/test_project.py',
            '-k', 'readme_is_generated or two_commands or settings_file', cwd=src)
     assert '3 passed' in r.stdout, r.stdout[-1000:]
+
+
+RUN_NOTEBOOK = '''import sys, nbformat
+from nbclient import NotebookClient
+nb = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(nb, timeout=600, kernel_name='python3', resources={'metadata': {'path': '.'}}).execute()
+'''
+
+
+def tree(top: Path) -> dict:
+    "Every file under `top` (relative path -> bytes)."
+    return {str(p.relative_to(top)): p.read_bytes() for p in sorted(top.rglob('*')) if p.is_file()}
+
+
+def test_a_tutorial_runs_from_the_installed_wheel_outside_the_checkout(wheel_venv, tmp_path):
+    """Tutorial 90 (the fastest, ~40 s), executed by the wheel's venv in a folder holding only the notebook, writes its
+    files to the output folder the reader names and nowhere else; the bundled data resolve inside the package."""
+    py = wheel_venv/'python'
+    sh(py, '-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', '--no-compile',
+       'nbclient', 'ipykernel', cwd=tmp_path)
+    work, chosen, home = tmp_path/'work', tmp_path/'chosen', tmp_path/'home'
+    for d in (work, home): d.mkdir()
+    nb = ROOT/'nbs'/'90_tutorial_plugins.ipynb'
+    (work/nb.name).write_bytes(nb.read_bytes())
+    samples = tree(ROOT/'sample_outputs')
+    # HOME apart: what Jupyter and IPython keep there (runtime files, profiles) is not the tutorial's
+    env = clean_env(HOME=str(home), CALIBKIT_TUTORIAL_OUT=str(chosen))
+    sh(py, '-c', RUN_NOTEBOOK, nb.name, cwd=work, env=env)
+    assert sorted(tree(work)) == [nb.name] and sorted(p.name for p in tmp_path.iterdir()) == ['chosen', 'home', 'work']
+    written = tree(chosen)
+    assert sorted(written) == ['plugins/.calibkit-report.json', 'plugins/plugin_reliability.svg',
+                               'plugins/plugin_reliability.vl.json', 'plugins/tutorial_results.csv']
+    assert tree(ROOT/'sample_outputs') == samples and not (ROOT/'nbs'/'calibkit-tutorial-output').exists()
+    import io, pandas as pd
+    got = pd.read_csv(io.BytesIO(written['plugins/tutorial_results.csv']))
+    pd.testing.assert_frame_equal(got, pd.read_csv(ROOT/'sample_outputs'/'plugins'/'tutorial_results.csv'), rtol=1e-4)
+    # the data accessor and the default output root, in the same install
+    code = ('from calibkit.datasets import bundled; from calibkit.datasets.conll import read_conll\n'
+            'from calibkit.tutorials import output_folder\n'
+            "p = bundled('twpos/oct27.dev'); print(p, len(read_conll(p).tokens), output_folder('x', ['a.csv']))")
+    where, n, out = sh(py, '-c', code, cwd=work, env=clean_env(HOME=str(home))).stdout.split()
+    assert 'site-packages' in where and str(ROOT) not in where and int(n) == 327
+    assert out == 'calibkit-tutorial-output/x' and (work/out/'.calibkit-report.json').is_file()

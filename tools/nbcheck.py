@@ -17,7 +17,8 @@ NB_MAX_BYTES = 2_000_000
 NB_WORKERS = 2
 NB_CELL_TIMEOUT = 1200
 # what the study and tutorial notebooks write besides themselves (committed: the README and the docs show it); a
-# check leaves it as it found it, so that on another processor it does not rewrite tracked files with other digits
+# check leaves it as it found it, so that on another processor it does not rewrite tracked files with other digits.
+# The tutorials write there because the runs here name it as their output root (calibkit.tutorials.OUT_ENV).
 WRITTEN = ROOT/'sample_outputs'
 # an output must not load a script or a style from another host
 REMOTE_ASSET = re.compile(r'<(?:script|link|img)[^>]+(?:src|href)=["\']?(?:https?:)?//|cdn\.jsdelivr|unpkg\.com|cdnjs\.|'
@@ -281,6 +282,7 @@ def run_notebooks(write: bool, names=(), env=None):
     output. The files under `WRITTEN` are left as they were found by a check, and by a write that kept every notebook."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
     paths = notebook_paths(names)
+    env = {**(os.environ if env is None else env), 'CALIBKIT_TUTORIAL_OUT': str(WRITTEN)}
     before, written = contents(WRITTEN), []
     problems = [] if write else [p for path in paths for p in static_problems(path)]
     t0 = time.monotonic()

@@ -14,7 +14,9 @@ __all__ = ['text_lines', 'Tagged', 'read_conll']
 # %% ../../nbs/50_data_conll.ipynb #a04aee96
 _EOL = re.compile(r'\r\n|\r|\n')
 
-def text_lines(path) -> Iterator[tuple[int, str]]:
+def text_lines(
+    path,  # the text file (UTF-8, with or without a byte-order mark)
+) -> Iterator[tuple[int, str]]:
     "(line number from 1, line without its end) for every line of the UTF-8 file `path`; a BOM is dropped."
     data = Path(path).read_bytes()
     try: text = data.decode('utf-8-sig')
@@ -28,14 +30,20 @@ def text_lines(path) -> Iterator[tuple[int, str]]:
 # %% ../../nbs/50_data_conll.ipynb #57537ac2
 class Tagged(NamedTuple):
     "Parallel lists of sentences: `tokens[i]` and `tags[i]` are the words and gold tags of sentence i."
-    tokens: list[list[str]]
-    tags: list[list[str]]
+    tokens: list[list[str]]  # the words of each sentence
+    tags: list[list[str]]    # the gold tags of each sentence, one per word
 
     @property
     def n_tokens(self) -> int: return sum(map(len, self.tokens))
 
 # %% ../../nbs/50_data_conll.ipynb #a111197b
-def read_conll(path, *, token_col: int = 0, tag_col: int = -1, sep: str = '\t') -> Tagged:
+def read_conll(
+    path,                # the CoNLL-style file, such as `bundled('twpos/oct27.dev')`
+    *,
+    token_col: int = 0,  # the column of the token (negative: counted from the last)
+    tag_col: int = -1,   # the column of the gold tag (negative: counted from the last)
+    sep: str = '\t',     # the column separator
+) -> Tagged:
     "Sentences of a CoNLL-style file: one `token<sep>...<sep>tag` line per token, a blank line between sentences."
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f'{path} is not a file')

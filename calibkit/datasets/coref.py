@@ -17,9 +17,9 @@ __all__ = ['CorefDocument', 'read_conll2012_coref']
 @dataclass(frozen=True)
 class CorefDocument:
     "A document: tokens, sentence starts (with the token count appended) and gold mentions in document order."
-    name: str
-    tokens: list[str]
-    sent_starts: np.ndarray
+    name: str                # the document's name (`NAME`, or `NAME/P` for a part P > 0)
+    tokens: list[str]        # its words, in order
+    sent_starts: np.ndarray  # the token offset where each sentence starts, then the token count
     mentions: pd.DataFrame   # start, end (inclusive), sent, cluster, text
 
     @property
@@ -104,7 +104,9 @@ def _read_file(path: Path) -> list[CorefDocument]:
     if not docs: raise ValueError(f'{path}: no documents (the file has no #begin document line)')
     return docs
 
-def read_conll2012_coref(path) -> list[CorefDocument]:
+def read_conll2012_coref(
+    path,  # a CoNLL-2012 file, or a folder of `*.conll` files (read in name order), such as `bundled('litbank')`
+) -> list[CorefDocument]:
     "Documents (tokens, sentences, gold mentions) from a CoNLL-2012 file, or from every `*.conll` in a directory."
     path = Path(path)
     if path.is_dir():

@@ -20,17 +20,17 @@ _SKIP = re.compile(r'^\d+(?:-\d+|\.\d+)$')          # multiword-token range 1-2,
 @dataclass(frozen=True)
 class Sentence:
     "One CoNLL-U sentence: metadata and its words' columns (parallel tuples; `head` is an int, or None for `_`)."
-    sent_id: str | None
-    doc_id: str | None
-    text: str | None
-    id: tuple[int, ...]
-    form: tuple[str, ...]
-    lemma: tuple[str, ...]
-    upos: tuple[str, ...]
-    xpos: tuple[str, ...]
-    feats: tuple[str, ...]
-    head: tuple[int | None, ...]
-    deprel: tuple[str, ...]
+    sent_id: str | None           # `# sent_id = ...`, or None
+    doc_id: str | None            # the most recent `# newdoc id = ...`, or None
+    text: str | None              # `# text = ...`, or None
+    id: tuple[int, ...]           # the word ids 1, 2, ...
+    form: tuple[str, ...]         # the words
+    lemma: tuple[str, ...]        # their lemmas
+    upos: tuple[str, ...]         # their universal POS tags
+    xpos: tuple[str, ...]         # their language-specific POS tags
+    feats: tuple[str, ...]        # their morphological features (`'_'`: none)
+    head: tuple[int | None, ...]  # the id of each word's head (0: the root; None for `_`)
+    deprel: tuple[str, ...]       # each word's dependency relation to its head
 
     def __len__(self) -> int: return len(self.id)
 
@@ -59,7 +59,9 @@ def _check_heads(rows: list[list[str]], where: list[str]) -> None:
                              f'(heads are 0 for the root or a word id 1..{len(rows)})')
 
 # %% ../../nbs/53_data_ud.ipynb #2618b397
-def read_conllu(path) -> list[Sentence]:
+def read_conllu(
+    path,  # the CoNLL-U file, such as `bundled('ud_ewt/en_ewt-ud-dev.conllu')`
+) -> list[Sentence]:
     "The sentences of a CoNLL-U file (multiword ranges and empty nodes skipped); malformed lines raise with file:line."
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f'{path} is not a file')
@@ -90,7 +92,9 @@ def read_conllu(path) -> list[Sentence]:
     return out
 
 # %% ../../nbs/53_data_ud.ipynb #e0272b36
-def words_frame(sentences: list[Sentence]) -> pd.DataFrame:
+def words_frame(
+    sentences: list[Sentence],  # as `read_conllu` returns them (a list, even of one)
+) -> pd.DataFrame:
     "One row per word of `sentences`: sent (position in the list), sent_id, doc_id and the word columns."
     if isinstance(sentences, Sentence): raise TypeError('sentences must be a list of Sentence (wrap a single one as [sentence])')
     if len(sentences) == 0: raise ValueError('sentences is empty')

@@ -10,7 +10,8 @@ from ..config import default, fixed_threads, progress
 from ..events import check_int
 from ..extractors.seq2seq import IGNORE_INDEX, sequence_events, token_events, word_events
 from pathlib import Path
-from ..config import data_dir as bundled, require
+from ..config import require
+from ..datasets import bundled
 for _m in ('torch', 'tokenizers'): require(_m, 'hf', 'calibkit.models.seq2seq')    # a one-line error naming the extra
 import torch
 from torch import nn
