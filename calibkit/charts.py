@@ -41,7 +41,8 @@ def font_chars() -> frozenset:
     spans = [[int(x, 16) for x in r.removeprefix('U+').split('-')] for r in text.split(',')]
     return frozenset(chr(c) for lo, *hi in spans for c in range(lo, (hi[0] if hi else lo) + 1))
 
-def chart_spec(chart) -> dict:
+def chart_spec(chart,  # an Altair chart
+               ) -> dict:
     "The chart's Vega-Lite specification with calibkit's font in its configuration (the chart's own settings win)."
     if not isinstance(chart, alt.TopLevelMixin): raise TypeError(f'chart must be an Altair chart, got {type(chart).__name__}')
     spec = chart.to_dict()
@@ -56,7 +57,8 @@ def font_css() -> str:
                      for style, weight in (('Regular', 400), ('Bold', 700)))
 
 # %% ../nbs/40_charts.ipynb #9968ddd6
-def to_svg(chart) -> str:
+def to_svg(chart,  # an Altair chart
+           ) -> str:
     "The chart rendered as an SVG document (offline, deterministic): text measured with calibkit's font on every machine."
     from altair.utils._importers import vl_version_for_vl_convert
     vlc = font_renderer()
@@ -75,7 +77,8 @@ class SVGDisplay:
 _SVG_CLASSES = {base: type(base.__name__, (SVGDisplay, base), {'__module__': __name__, '__doc__': f'An Altair {base.__name__} that displays as inline SVG.'})
                 for base in (alt.Chart, alt.LayerChart, alt.FacetChart, alt.HConcatChart, alt.VConcatChart, alt.ConcatChart)}
 
-def svg_display(chart):
+def svg_display(chart,  # an Altair top-level chart
+                ):
     "The same chart, displaying as inline SVG in Jupyter (a shallow copy of an Altair top-level chart)."
     if isinstance(chart, SVGDisplay): return chart
     cls = _SVG_CLASSES.get(type(chart))
@@ -138,7 +141,9 @@ def _axes(conf_axis) -> tuple[str, str]:
 SCALES = ('auto', 'linear', 'logit')
 _EXTREME, _MAJORITY = 0.1, 0.5     # mean confidence outside [0.1, 0.9] counts as 'near 0 or 1'; half the events decide
 
-def choose_scale(table: pd.DataFrame, scale: str = 'auto') -> str:
+def choose_scale(table: pd.DataFrame,  # a bins table
+                 scale: str = 'auto',  # 'linear', 'logit', or 'auto' (chosen from the bins)
+                 ) -> str:
     "'linear' or 'logit' for a bins table: `scale` itself unless 'auto', which picks 'logit' when most events sit near 0 or 1."
     check_choice('scale', scale, SCALES)
     if scale != 'auto': return scale
@@ -390,7 +395,11 @@ def risk_coverage_chart(data, # events (a frame, or confidences with `correct`) 
         head, subtitle=_wrap(RC_NOTE, _TITLE_PX, 10, 'normal'), anchor='start', fontSize=13, subtitleFontSize=10)))
 
 # %% ../nbs/40_charts.ipynb #df283e03
-def smooth_reliability(curve: pd.DataFrame, *, title=None, conf_axis='x', label=None) -> alt.LayerChart:
+def smooth_reliability(curve: pd.DataFrame,  # columns conf, acc, and optionally a band lo, hi
+                       *, title=None,  # the chart's title (default: 'Smoothed reliability')
+                       conf_axis='x',  # 'x': confidence on x; 'y': accuracy on x
+                       label=None,  # the predictor's name: colours the curve
+                       ) -> alt.LayerChart:
     "A smoothed reliability curve (columns `conf`, `acc`, optional `lo`, `hi` band) with the diagonal."
     if not isinstance(curve, pd.DataFrame): raise TypeError(f'curve must be a DataFrame, got {type(curve).__name__}')
     missing = [c for c in ('conf', 'acc') if c not in curve.columns]
@@ -456,8 +465,16 @@ def save_chart(chart,                      # an Altair chart (as calibkit's char
     return out
 
 # %% ../nbs/40_charts.ipynb #171d7209
-def study_curve(df: pd.DataFrame, x: str, y: str, *, color=None, ylo=None, yhi=None, log_x=False, log_y=False,
-                title=None) -> alt.LayerChart:
+def study_curve(df: pd.DataFrame,  # the study's results, one row per point
+                x: str,  # the column on x
+                y: str,  # the column on y
+                *, color=None,  # a column: one line per value
+                ylo=None,  # a column: the band's lower end (with `yhi`)
+                yhi=None,  # a column: the band's upper end (with `ylo`)
+                log_x=False,  # a log scale on x (positive values)
+                log_y=False,  # a log scale on y (positive values)
+                title=None,  # the chart's title (default: none)
+                ) -> alt.LayerChart:
     "Line chart of `y` against `x` (one line per `color`), with an optional `ylo`–`yhi` band."
     if not isinstance(df, pd.DataFrame): raise TypeError(f'df must be a DataFrame, got {type(df).__name__}')
     if (ylo is None) != (yhi is None): raise ValueError('give both ylo and yhi (the band) or neither')
