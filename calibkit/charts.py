@@ -95,7 +95,7 @@ CONF_TITLE = 'Confidence (mean in bin)'
 ACC_TITLE = 'Accuracy (fraction correct in bin)'
 
 def _check_table(t, name: str = 'bins table', bands: bool = False) -> pd.DataFrame:
-    "The non-empty bins of a bins table (columns `BIN_COLUMNS`, and `BAND_COLUMNS` with `bands`), validated; empty bins dropped."
+    "The non-empty bins of a bins table (`BIN_COLUMNS`, and `BAND_COLUMNS` with `bands`), validated; empty bins dropped."
     cols = BIN_COLUMNS + BAND_COLUMNS * bands
     if not isinstance(t, pd.DataFrame): raise TypeError(f'{name} must be a DataFrame, got {type(t).__name__}')
     missing = [c for c in cols if c not in t.columns]
@@ -121,7 +121,7 @@ def _score(t: pd.DataFrame) -> float:
 
 # %% ../nbs/40_charts.ipynb #e3244079
 def _bins(data, correct, n_bins, bin_size, level, bands=False) -> tuple[pd.DataFrame, Interval | None]:
-    "The validated bins table to draw (with consistency bands if `bands`), and CalibMSE's interval when `data` are events."
+    "The validated bins table to draw (with consistency bands if `bands`), and CalibMSE's interval for events."
     if isinstance(data, pd.DataFrame) and 'correct' not in data.columns:
         given = [k for k, v in dict(correct=correct, n_bins=n_bins, bin_size=bin_size, level=level).items() if v is not None]
         if given: raise ValueError(f'data is a bins table (it has no correct column): {given} apply only to events')
@@ -188,17 +188,18 @@ def _plot_frame(t: pd.DataFrame, scale: str, px: int = 300) -> tuple[pd.DataFram
 
 # %% ../nbs/40_charts.ipynb #24e931b0
 _POS, _POS2 = dict(x=alt.X, y=alt.Y), dict(x=alt.X2, y=alt.Y2)
-_FIELDS = dict(linear=dict(conf='conf', acc='acc', lo='ci_lo', hi='ci_hi', blo='lo', bhi='hi', band_lo='band_lo',
-                           band_hi='band_hi'),
-               logit=dict(conf='x_conf', acc='x_acc', lo='x_lo', hi='x_hi', blo='x_blo', bhi='x_bhi', band_lo='x_band_lo',
-                          band_hi='x_band_hi'))
+_FIELDS = dict(linear=dict(conf='conf', acc='acc', lo='ci_lo', hi='ci_hi', blo='lo', bhi='hi',
+                           band_lo='band_lo', band_hi='band_hi'),
+               logit=dict(conf='x_conf', acc='x_acc', lo='x_lo', hi='x_hi', blo='x_blo', bhi='x_bhi',
+                          band_lo='x_band_lo', band_hi='x_band_hi'))
 _TOOLTIP = [alt.Tooltip('n:Q', title='events'), alt.Tooltip('lo:Q', title='min conf', format='.3f'),
             alt.Tooltip('hi:Q', title='max conf', format='.3f'), alt.Tooltip('conf:Q', title='mean conf', format='.4g'),
             alt.Tooltip('acc:Q', title='accuracy', format='.4g'), alt.Tooltip('ci_lo:Q', title='interval lo', format='.4g'),
             alt.Tooltip('ci_hi:Q', title='interval hi', format='.4g')]
 _BAR = '#4c78a8'
 _BAND = '#9e9e9e'
-_BAND_TOOLTIP = [alt.Tooltip('band_lo:Q', title='band lo', format='.4g'), alt.Tooltip('band_hi:Q', title='band hi', format='.4g')]
+_BAND_TOOLTIP = [alt.Tooltip('band_lo:Q', title='band lo', format='.4g'),
+                 alt.Tooltip('band_hi:Q', title='band hi', format='.4g')]
 _SIZE, _HIST = 300, 70            # a diagram's side and its histogram's height, in px
 _TITLE_PX = 420                   # title lines at most this wide: a diagram stays narrower than a page (550 px)
 
@@ -272,7 +273,7 @@ def _title(head: str, score: str, px: float, subtitle: list[str] = (), size: flo
 BAND_NOTE = "grey boxes: the accuracy a calibrated model's bin would show (consistency band)"
 
 def _subtitle(conf_axis: str, scale: str, px: float, edge: bool = False, bands: bool = False) -> list[str]:
-    "How to read the diagram, in lines at most `px` wide; `edge`: some points are drawn at the axis edge; `bands`: drawn."
+    "How to read the diagram, in lines at most `px` wide; `edge`: some points drawn at the axis edge; `bands`: drawn."
     side = 'above' if conf_axis == 'x' else 'below'
     below = 'below' if conf_axis == 'x' else 'beside'
     axes = '; log-odds axes' if scale == 'logit' else ''
@@ -304,7 +305,7 @@ def reliability(data, # events (a frame, or confidences with `correct`) or a bin
                 level=None, # the intervals' (and bands') level (default: the study default)
                 label=None, # the predictor's name: colours its bins and titles the chart
                 scale='auto', # 'linear', 'logit' (log-odds axes) or 'auto' (logit when most events are near 0 or 1)
-                bands=False, # draw consistency bands: for events, from `consistency_bands`; a table needs band_lo, band_hi
+                bands=False, # consistency bands: for events from `consistency_bands`; a table needs band_lo, band_hi
                ) -> alt.VConcatChart | alt.HConcatChart:
     "Reliability diagram over a histogram of the events per bin; CalibMSE (and its interval) in the title."
     _axes(conf_axis); check_choice('scale', scale, SCALES)          # fail fast, before binning
@@ -355,14 +356,16 @@ def _curve(data, correct, max_points) -> pd.DataFrame:
     k = check_int('max_points', max_points, 2)
     if not (isinstance(data, pd.DataFrame) and 'coverage' in data.columns):
         return risk_coverage(data, correct, max_points=k)
-    if correct is not None: raise ValueError('data is a risk_coverage table (it has a coverage column): correct applies only to events')
+    if correct is not None:
+        raise ValueError('data is a risk_coverage table (it has a coverage column): correct applies only to events')
     missing = [c for c in CURVE_COLUMNS if c not in data.columns]
     if missing: raise ValueError(f'risk_coverage table lacks column(s) {missing}; it has {list(data.columns)}')
     if not 1 <= len(data) <= k:
         raise ValueError(f'risk_coverage table has {len(data)} points; a chart takes 1 to max_points = {k}: '
                          f'compute it with risk_coverage(..., max_points={k})')
     for c in CURVE_COLUMNS: check_conf(data[c], f'risk_coverage table column {c}')
-    if data.coverage.iloc[-1] != 1: raise ValueError('risk_coverage table must end at coverage 1 (the random baseline is its risk there)')
+    if data.coverage.iloc[-1] != 1:
+        raise ValueError('risk_coverage table must end at coverage 1 (the random baseline is its risk there)')
     return data
 
 def risk_coverage_chart(data, # events (a frame, or confidences with `correct`) or a `risk_coverage` table
@@ -387,8 +390,8 @@ def risk_coverage_chart(data, # events (a frame, or confidences with `correct`) 
               axis=alt.Axis(labelFontSize=10))
     y = alt.Y('risk:Q', title='Risk (error rate of the accepted)', axis=alt.Axis(labelFontSize=10))
     tip = [alt.Tooltip('curve:N'), alt.Tooltip('coverage:Q', format='.3f'), alt.Tooltip('risk:Q', format='.4g')]
-    layers = [alt.Chart().mark_line(strokeWidth=2 if k == name else 1.5, interpolate='step-after' if k == 'random' else 'linear')
-              .encode(x, y, color, dash, tooltip=tip).transform_filter(alt.datum.curve == k).properties(name=k.replace(' ', '_'))
+    layers = [alt.Chart().mark_line(strokeWidth=2 if k == name else 1.5).encode(x, y, color, dash, tooltip=tip)
+              .transform_filter(alt.datum.curve == k).properties(name=k.replace(' ', '_'))
               for k in ('random', 'oracle', name)]
     head = _wrap(title or 'Risk–coverage', _TITLE_PX)
     return svg_display(alt.layer(*layers, data=d).properties(width=_SIZE, height=240, title=alt.TitleParams(

@@ -320,11 +320,11 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest='cmd', required=True, metavar='{report,demo,plugins}', parser_class=Parser)
     r = sub.add_parser('report', parents=[common], help='calibration report of model outputs on disk', epilog=EXIT_CODES,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description='Measure (and optionally recalibrate) the calibration of model outputs on disk:\n'
-                                   'metrics with intervals, reliability diagrams with consistency bands, whether the\n'
-                                   'miscalibration is significant at --level (ECCE-R test), and how useful the confidence\n'
-                                   'is for abstaining (selective prediction: AURC, AUROC, risk at 80/90/95% coverage, the\n'
-                                   'risk-coverage curve), before and after recalibration.')
+                       description='Measure (and optionally recalibrate) the calibration of model outputs on '
+                                   'disk:\nmetrics with intervals, reliability diagrams with consistency bands, '
+                                   'whether the\nmiscalibration is significant at --level (ECCE-R test), and how useful '
+                                   'the confidence\nis for abstaining (selective prediction: AURC, AUROC, risk at '
+                                   '80/90/95% coverage, the\nrisk-coverage curve), before and after recalibration.')
     r.add_argument('input', help="events file (.csv .tsv .parquet .jsonl), score matrix (.npz), .logits, or - (stdin)")
     r.add_argument('--format', choices=sorted(FORMATS), help='format of standard input (with INPUT -)')
     r.add_argument('--fit', help='held-out events to fit the recalibrator on (same formats)')
@@ -347,7 +347,8 @@ def parser() -> argparse.ArgumentParser:
                    help=f'level of the intervals, consistency bands and significance test (default {s.ci_level})')
     n_samples = int_flag('--n-samples', 2, MAX_SAMPLES, ' (each resample keeps one number per bin)')
     r.add_argument('--n-samples', type=n_samples,
-                   help=f'resamples for intervals and consistency bands (default {s.ci_samples}, at most {MAX_SAMPLES:,})')
+                   help=f'resamples for intervals and consistency bands (default {s.ci_samples}, '
+                        f'at most {MAX_SAMPLES:,})')
     r.add_argument('--seed', type=int_flag('--seed', 0), help=f'random seed (default {s.seed})')
     r.add_argument('--out', help='output folder (default: <input name>-calibration; with --json: none)')
     r.add_argument('--force', action='store_true', help='replace a report folder calibkit wrote (nothing else)')

@@ -203,7 +203,8 @@ def stage_bands(c,  # a stage's confidences
                 n_samples,  # resamples
                 seed,  # their seed
                 ) -> tuple[pd.DataFrame, str]:
-    "The stage's bins table with `band_lo`, `band_hi`, and how they were made: 'resampled' within `CI_BUDGET`, else 'binomial'."
+    """The stage's bins table with `band_lo`, `band_hi`, and how they were made: 'resampled' within `CI_BUDGET`, else
+    'binomial'."""
     if n_samples * len(c) <= CI_BUDGET:
         return consistency_bands(c, y, stats=st, level=level, n_samples=n_samples, seed=seed), 'resampled'
     return binomial_bands(st, level), "binomial"
@@ -267,17 +268,18 @@ def verdict_text(v: dict,  # a `stage_verdict`
 
 # %% ../nbs/60_report.ipynb #24899e1a
 SIGNIFICANCE = {   # stable key -> (display name, one-line definition): the tests a report runs; the first decides
-    'ecce_r': ('ECCE-R', "Tygert's (2021) range of the cumulative differences Σ(y − p) along the sorted confidences, in "
-               'units of its null standard deviation (Kuiper type); asymptotic p-value of the range of a Brownian motion.'),
-    'spiegelhalter': ("Spiegelhalter's Z", 'Z = Σ(y − p)(1 − 2p) / √Σ(1 − 2p)²p(1 − p) over events (Spiegelhalter 1986): '
-                      'standard normal when calibrated; two-sided p-value.'),
+    'ecce_r': ('ECCE-R', "Tygert's (2021) range of the cumulative differences Σ(y − p) along the sorted "
+               'confidences, in units of its null standard deviation (Kuiper type); asymptotic p-value of the range '
+               'of a Brownian motion.'),
+    'spiegelhalter': ("Spiegelhalter's Z", 'Z = Σ(y − p)(1 − 2p) / √Σ(1 − 2p)²p(1 − p) over events (Spiegelhalter '
+                      '1986): standard normal when calibrated; two-sided p-value.'),
 }
 _TEST_FUNCTIONS = dict(ecce_r=ecce_r_test, spiegelhalter=spiegelhalter_test)
 SELECTIVE = {   # stable key -> (display name, one-line definition): metrics.json's stages.<stage>.selective
     'aurc': ('AURC', 'Area under the risk–coverage curve: the error rate among the most confident events accepted, '
              'averaged over coverages (Geifman et al. 2019); lower is better.'),
-    'e_aurc': ('E-AURC', "AURC minus the AURC of the oracle ordering (every correct event first): the part of AURC due "
-               "to the confidence's ranking; 0 is the best possible ordering."),
+    'e_aurc': ('E-AURC', "AURC minus the AURC of the oracle ordering (every correct event first): the part of AURC "
+               "due to the confidence's ranking; 0 is the best possible ordering."),
     'augrc': ('AUGRC', 'Area under the generalised risk–coverage curve: accepted errors over all events, averaged over '
               'coverages (Traub et al. 2024); lower is better.'),
     'auroc': ('AUROC', 'P(the confidence of a correct event > that of a wrong one), ties counting ½: how well the '
@@ -311,7 +313,8 @@ def significance_text(s: dict,  # a `stage_significance` (as metrics.json holds 
                       ) -> str:
     "The significance line of a stage: the test, its statistic and p-value, and what they mean at the report's level."
     name, level = s['name'], s['level']
-    if s['significant'] is None: return f'Significance ({name}): not computed, the test is undefined on these confidences.'
+    if s['significant'] is None:
+        return f'Significance ({name}): not computed, the test is undefined on these confidences.'
     p = f'p = {s["p_value"]:.2g}' if s['p_value'] > 0 else 'p < 1e-300'
     head = f'Significance ({name} = {s["statistic"]:.3g}, {p}): '
     return head + (f'the miscalibration is significant at level {level:g}.' if s['significant'] else
@@ -327,7 +330,8 @@ class Report:
     groups: pd.DataFrame | None      # stage, group, members, gmce, lo, hi, n_events, n_labels, n_bins
     meta: dict = field(default_factory=dict)     # the settings and provenance (metrics.json's meta)
     warnings: list = field(default_factory=list) # what the computation warned about, each once
-    stages: dict = field(default_factory=dict)   # stage -> name, n_bins, bins_note, verdict, bands, significance, selective
+    stages: dict = field(default_factory=dict)   # stage -> name, n_bins, bins_note, verdict, bands, significance,
+                                                 # selective
     curves: pd.DataFrame | None = None           # stage, conf, coverage, risk, gen_risk, oracle_risk (risk–coverage)
 
     @cached_property
@@ -488,8 +492,8 @@ def _short(text: str, width: int = 28) -> str: return text if len(text) <= width
 
 def report_charts(r: Report,  # a calibration report
                   ) -> dict:
-    """Reliability chart of each stage (with consistency bands), a grid of the `MAX_PANELS` most frequent groups, and the
-    risk–coverage chart of each stage, from the report's tables."""
+    """Reliability chart of each stage (with consistency bands), a grid of the `MAX_PANELS` most frequent groups, and
+    the risk–coverage chart of each stage, from the report's tables."""
     from calibkit.charts import reliability, reliability_grid, risk_coverage_chart
     charts, t = {}, r.bins
     names = {} if r.groups is None else dict(zip(r.groups.group.astype(str), r.groups.members.fillna('').astype(str)))
@@ -498,8 +502,8 @@ def report_charts(r: Report,  # a calibration report
         charts[f'reliability_{stage}'] = reliability(s[s.group == 'all'], title=f'{r.meta["title"]} ({stage})',
                                                      bands='band_lo' in s.columns)
         if r.curves is not None:
-            charts[f'risk_coverage_{stage}'] = risk_coverage_chart(r.curves[r.curves.stage == stage].drop(columns='stage'),
-                                                                   title=f'Risk–coverage ({stage})')
+            curve = r.curves[r.curves.stage == stage].drop(columns='stage')
+            charts[f'risk_coverage_{stage}'] = risk_coverage_chart(curve, title=f'Risk–coverage ({stage})')
         keys = [k for k in pd.unique(s.group) if k != 'all']
         if not keys: continue
         shown = keys[:MAX_PANELS]
@@ -525,7 +529,7 @@ def _defined(table: str) -> str:
 
 def selective_wide(r: Report,  # a calibration report
                    ) -> pd.DataFrame:
-    "One row per selective-prediction metric (`SELECTIVE`), its definition, one column per stage (named as the stage is)."
+    "One row per selective-prediction metric (`SELECTIVE`), its definition, one column per stage (by its name)."
     fmt = lambda v: '' if v is None or np.isnan(v) else f'{v:.4g}'
     return pd.DataFrame({'metric': [name for name, _ in SELECTIVE.values()],
                          'definition': [d for _, d in SELECTIVE.values()],
@@ -535,8 +539,8 @@ def bands_note(r: Report,  # a calibration report
                ) -> str:
     "What the grey boxes of the report's reliability diagrams are, and how each stage's were computed."
     how = dict(resampled=f'resampled from the confidences, {r.meta["n_samples"]:,} samples',
-               binomial=f'binomial quantiles at each bin\'s mean confidence: resampling every event {r.meta["n_samples"]:,} '
-                        f'times exceeds the report\'s budget of {CI_BUDGET:,} draws')
+               binomial=f'binomial quantiles at each bin\'s mean confidence: resampling every event '
+                        f'{r.meta["n_samples"]:,} times exceeds the report\'s budget of {CI_BUDGET:,} draws')
     said = '; '.join(f'{s}: {how[i["bands"]]}' for s, i in r.stages.items())
     return (f'Grey boxes: consistency bands ({r.meta["level"]:.0%}), the accuracy a calibrated model with the same '
             f'confidences would show in each bin ({said}). A point outside its box is one a calibrated model would '
@@ -563,7 +567,8 @@ def report_html(r: Report,  # a calibration report
              f'<style>{font_css()}\n{_CSS}</style></head><body><h1>{e(r.meta["title"])}</h1>', '<h2>Summary</h2>']
     for s, i in r.stages.items():
         parts += [f'<h3>{e(head[s].capitalize())}</h3>',
-                  *(f'<p class="verdict">{e(t)}</p>' for t in [*verdict_text(i['verdict']), significance_text(i['significance'])])]
+                  *(f'<p class="verdict">{e(t)}</p>'
+                    for t in [*verdict_text(i['verdict']), significance_text(i['significance'])])]
     if 'change' in r.summary: parts.append(f'<p class="verdict"><b>Recalibration: {e(r.summary["change"]["text"])}.</b></p>')
     binning = r.meta['binning'].replace('_', '-')
     used = '; '.join(f'{s}: {i["n_bins"]} used' + (f' ({i["bins_note"]})' if i['bins_note'] else '') for s, i in r.stages.items())
@@ -578,13 +583,13 @@ def report_html(r: Report,  # a calibration report
               'above it (the debiased CalibMSE) is miscalibration, and it is distinguishable from noise when its interval '
               'lies above 0.</p>', table]
     if r.warnings: parts += ['<h2>Warnings</h2><ul>', *(f'<li>{e(w)}</li>' for w in r.warnings), '</ul>']
-    figures = lambda kind: [f'<figure>{to_svg(ch)}<figcaption class="note">{e(head[k.rsplit("_", 1)[1]])}</figcaption></figure>'
-                            for k, ch in r.charts.items() if k.startswith(kind)]
+    figures = lambda kind: [f'<figure>{to_svg(ch)}<figcaption class="note">{e(head[k.rsplit("_", 1)[1]])}'
+                            '</figcaption></figure>' for k, ch in r.charts.items() if k.startswith(kind)]
     parts += ['<h2>Reliability</h2>', f'<p class="note">{e(bands_note(r))}</p>', *figures('reliability')]
     if r.curves is not None:
-        parts += ['<h2>Selective prediction</h2><p class="note">How useful the confidence is for abstaining: accept the '
-                  'most confident events, hand the rest on. Equal confidences are accepted or rejected together (counted '
-                  'in random order); the curves are drawn at most at '
+        parts += ['<h2>Selective prediction</h2><p class="note">How useful the confidence is for abstaining: accept '
+                  'the most confident events, hand the rest on. Equal confidences are accepted or rejected together '
+                  '(counted in random order); the curves are drawn at most at '
                   f'{MAX_CURVE_POINTS} points, spread evenly in coverage.</p>', _defined(_table(selective_wide(r))),
                   *figures('risk_coverage')]
     if r.groups is not None:

@@ -33,7 +33,7 @@ def ranking(
     conf,           # confidences in [0, 1], an events frame with columns `conf` and `correct`, or a `Ranking`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame or a `Ranking`)
 ) -> Ranking:
-    "The runs of equal confidence, descending, from one sort (`sort_pairs`) and one pass (`tie_runs`); a `Ranking` as is."
+    "The runs of equal confidence, descending, from one sort (`sort_pairs`) and one pass (`tie_runs`); a Ranking as is."
     if isinstance(conf, Ranking):
         if correct is not None: raise ValueError('conf is a Ranking (it holds the outcomes): correct must be None')
         return conf
