@@ -13,12 +13,14 @@ from .config import default, package_dir
 from .events import as_pairs, check_choice, check_conf, check_int
 from .binning import equal_mass_bins
 from .metrics import Interval, calib_mse_interval
+from .significance import consistency_bands
+from .selective import MAX_CURVE_POINTS, risk_coverage
 
 # %% auto #0
-__all__ = ['FONT', 'FONT_STACK', 'BIN_COLUMNS', 'MAX_ROWS', 'CONF_TITLE', 'ACC_TITLE', 'SCALES', 'AT_ACCURACY', 'AT_EDGE',
-           'MAX_COLUMNS', 'SAVE_FORMATS', 'font_renderer', 'font_chars', 'chart_spec', 'font_css', 'to_svg',
-           'SVGDisplay', 'svg_display', 'choose_scale', 'reliability', 'reliability_grid', 'smooth_reliability',
-           'save_chart', 'study_curve']
+__all__ = ['FONT', 'FONT_STACK', 'BIN_COLUMNS', 'BAND_COLUMNS', 'MAX_ROWS', 'CONF_TITLE', 'ACC_TITLE', 'SCALES', 'AT_ACCURACY',
+           'AT_EDGE', 'BAND_NOTE', 'MAX_COLUMNS', 'CURVE_COLUMNS', 'RC_NOTE', 'SAVE_FORMATS', 'font_renderer',
+           'font_chars', 'chart_spec', 'font_css', 'to_svg', 'SVGDisplay', 'svg_display', 'choose_scale', 'reliability',
+           'reliability_grid', 'risk_coverage_chart', 'smooth_reliability', 'save_chart', 'study_curve']
 
 # %% ../nbs/40_charts.ipynb #8b6758d3
 FONT = 'Calibkit Sans'                                # the family of calibkit/fonts/CalibkitSans-*.ttf
@@ -39,7 +41,8 @@ def font_chars() -> frozenset:
     spans = [[int(x, 16) for x in r.removeprefix('U+').split('-')] for r in text.split(',')]
     return frozenset(chr(c) for lo, *hi in spans for c in range(lo, (hi[0] if hi else lo) + 1))
 
-def chart_spec(chart) -> dict:
+def chart_spec(chart,  # an Altair chart
+               ) -> dict:
     "The chart's Vega-Lite specification with calibkit's font in its configuration (the chart's own settings win)."
     if not isinstance(chart, alt.TopLevelMixin): raise TypeError(f'chart must be an Altair chart, got {type(chart).__name__}')
     spec = chart.to_dict()
@@ -54,7 +57,8 @@ def font_css() -> str:
                      for style, weight in (('Regular', 400), ('Bold', 700)))
 
 # %% ../nbs/40_charts.ipynb #9968ddd6
-def to_svg(chart) -> str:
+def to_svg(chart,  # an Altair chart
+           ) -> str:
     "The chart rendered as an SVG document (offline, deterministic): text measured with calibkit's font on every machine."
     from altair.utils._importers import vl_version_for_vl_convert
     vlc = font_renderer()
@@ -73,7 +77,8 @@ class SVGDisplay:
 _SVG_CLASSES = {base: type(base.__name__, (SVGDisplay, base), {'__module__': __name__, '__doc__': f'An Altair {base.__name__} that displays as inline SVG.'})
                 for base in (alt.Chart, alt.LayerChart, alt.FacetChart, alt.HConcatChart, alt.VConcatChart, alt.ConcatChart)}
 
-def svg_display(chart):
+def svg_display(chart,  # an Altair top-level chart
+                ):
     "The same chart, displaying as inline SVG in Jupyter (a shallow copy of an Altair top-level chart)."
     if isinstance(chart, SVGDisplay): return chart
     cls = _SVG_CLASSES.get(type(chart))
@@ -84,26 +89,29 @@ def svg_display(chart):
 
 # %% ../nbs/40_charts.ipynb #e64dfee4
 BIN_COLUMNS = ['lo', 'hi', 'n', 'conf', 'acc', 'ci_lo', 'ci_hi']   # what a bins table must have to be charted
+BAND_COLUMNS = ['band_lo', 'band_hi']                              # consistency bands, when drawn
 MAX_ROWS = 5000                                                     # Altair's default row limit
 CONF_TITLE = 'Confidence (mean in bin)'
 ACC_TITLE = 'Accuracy (fraction correct in bin)'
 
-def _check_table(t, name: str = 'bins table') -> pd.DataFrame:
-    "The non-empty bins of a bins table (columns `BIN_COLUMNS`), validated; empty bins dropped."
+def _check_table(t, name: str = 'bins table', bands: bool = False) -> pd.DataFrame:
+    "The non-empty bins of a bins table (`BIN_COLUMNS`, and `BAND_COLUMNS` with `bands`), validated; empty bins dropped."
+    cols = BIN_COLUMNS + BAND_COLUMNS * bands
     if not isinstance(t, pd.DataFrame): raise TypeError(f'{name} must be a DataFrame, got {type(t).__name__}')
-    missing = [c for c in BIN_COLUMNS if c not in t.columns]
+    missing = [c for c in cols if c not in t.columns]
     if missing:
         raise ValueError(f'{name} lacks column(s) {missing}; it has {list(t.columns)} '
-                         '(a bins table comes from equal_mass_bins/fixed_width_bins; an events frame needs conf and correct)')
+                         '(a bins table comes from equal_mass_bins/fixed_width_bins, with bands from '
+                         'calibkit.significance.consistency_bands; an events frame needs conf and correct)')
     n = np.asarray(t['n'])
     if not np.issubdtype(n.dtype, np.number): raise ValueError(f'{name}: column n must hold counts, got dtype {n.dtype}')
     bad = ~np.isfinite(n) | (n < 0) | (n != np.round(n))
     if bad.any(): raise ValueError(f'{name}: column n must hold non-negative integer counts; {int(bad.sum())} of {len(n)} are not')
-    t = t.loc[n > 0, BIN_COLUMNS].reset_index(drop=True)
+    t = t.loc[n > 0, cols].reset_index(drop=True)
     if t.empty: raise ValueError(f'{name} has no non-empty bin')
     if len(t) > MAX_ROWS:
         raise ValueError(f'{name} has {len(t)} non-empty bins, too many to chart (limit {MAX_ROWS}): use fewer, larger bins')
-    for c in BIN_COLUMNS:
+    for c in cols:
         if c != 'n': check_conf(t[c], f'{name} column {c}')
     return t.astype({'n': np.int64})
 
@@ -112,15 +120,16 @@ def _score(t: pd.DataFrame) -> float:
     return float(np.sum(t.n / t.n.sum() * (t.conf - t.acc) ** 2))
 
 # %% ../nbs/40_charts.ipynb #e3244079
-def _bins(data, correct, n_bins, bin_size, level) -> tuple[pd.DataFrame, Interval | None]:
-    "The validated bins table to draw, and CalibMSE's interval when `data` are events."
+def _bins(data, correct, n_bins, bin_size, level, bands=False) -> tuple[pd.DataFrame, Interval | None]:
+    "The validated bins table to draw (with consistency bands if `bands`), and CalibMSE's interval for events."
     if isinstance(data, pd.DataFrame) and 'correct' not in data.columns:
         given = [k for k, v in dict(correct=correct, n_bins=n_bins, bin_size=bin_size, level=level).items() if v is not None]
         if given: raise ValueError(f'data is a bins table (it has no correct column): {given} apply only to events')
-        return _check_table(data), None
+        return _check_table(data, bands=bands), None
     c, y = as_pairs(data, correct)
     spec = dict(bin_size=bin_size, n_bins=default('n_bins', n_bins) if bin_size is None else None)
-    return _check_table(equal_mass_bins(c, y, level=level, **spec)), calib_mse_interval(c, y, level=level, **spec)
+    table = consistency_bands(c, y, level=level, **spec) if bands else equal_mass_bins(c, y, level=level, **spec)
+    return _check_table(table, bands=bands), calib_mse_interval(c, y, level=level, **spec)
 
 def _axes(conf_axis) -> tuple[str, str]:
     "(confidence channel, accuracy channel)."
@@ -132,7 +141,9 @@ def _axes(conf_axis) -> tuple[str, str]:
 SCALES = ('auto', 'linear', 'logit')
 _EXTREME, _MAJORITY = 0.1, 0.5     # mean confidence outside [0.1, 0.9] counts as 'near 0 or 1'; half the events decide
 
-def choose_scale(table: pd.DataFrame, scale: str = 'auto') -> str:
+def choose_scale(table: pd.DataFrame,  # a bins table
+                 scale: str = 'auto',  # 'linear', 'logit', or 'auto' (chosen from the bins)
+                 ) -> str:
     "'linear' or 'logit' for a bins table: `scale` itself unless 'auto', which picks 'logit' when most events sit near 0 or 1."
     check_choice('scale', scale, SCALES)
     if scale != 'auto': return scale
@@ -162,8 +173,8 @@ def _ticks(lo: float, hi: float, px: int) -> list[float]:
 
 def _plot_frame(t: pd.DataFrame, scale: str, px: int = 300) -> tuple[pd.DataFrame, dict]:
     """The bins with a `drawn` column (where each point is drawn) and, for 'logit', the plotted coordinates
-    (`x_conf, x_acc, x_lo, x_hi`, the bin's range `x_blo, x_bhi`); and the axis settings of `scale` for a plot
-    `px` wide."""
+    (`x_conf, x_acc, x_lo, x_hi`, the bin's range `x_blo, x_bhi`, the band's `x_band_lo, x_band_hi` when the
+    bins have one); and the axis settings of `scale` for a plot `px` wide."""
     if scale == 'linear': return t.assign(drawn=AT_ACCURACY), dict(domain=[0, 1], ticks=None, edge=False)
     half = 0.5 / t.n.to_numpy(float)                    # half an event: where 0 and 1 are drawn
     shown = lambda c: _logit(np.clip(t[c].to_numpy(float), half, 1 - half))
@@ -171,25 +182,34 @@ def _plot_frame(t: pd.DataFrame, scale: str, px: int = 300) -> tuple[pd.DataFram
     edge = (t.acc == 0) | (t.acc == 1)
     p = t.assign(x_conf=conf('conf'), x_acc=shown('acc'), x_lo=shown('ci_lo'), x_hi=shown('ci_hi'),
                  x_blo=conf('lo'), x_bhi=conf('hi'), drawn=np.where(edge, AT_EDGE, AT_ACCURACY))
-    v = p[['x_conf', 'x_acc', 'x_lo', 'x_hi', 'x_blo', 'x_bhi']].to_numpy()
+    bands = [c for c in BAND_COLUMNS if c in t.columns]
+    p = p.assign(**{f'x_{c}': shown(c) for c in bands})
+    v = p[['x_conf', 'x_acc', 'x_lo', 'x_hi', 'x_blo', 'x_bhi', *(f'x_{c}' for c in bands)]].to_numpy()
     lo, hi = float(v.min()), float(v.max())
     pad = 0.05 * max(hi - lo, 1.0)
     return p, dict(domain=[lo - pad, hi + pad], ticks=_ticks(lo - pad, hi + pad, px), edge=bool(edge.any()))
 
 # %% ../nbs/40_charts.ipynb #24e931b0
 _POS, _POS2 = dict(x=alt.X, y=alt.Y), dict(x=alt.X2, y=alt.Y2)
-_FIELDS = dict(linear=dict(conf='conf', acc='acc', lo='ci_lo', hi='ci_hi', blo='lo', bhi='hi'),
-               logit=dict(conf='x_conf', acc='x_acc', lo='x_lo', hi='x_hi', blo='x_blo', bhi='x_bhi'))
+_FIELDS = dict(linear=dict(conf='conf', acc='acc', lo='ci_lo', hi='ci_hi', blo='lo', bhi='hi',
+                           band_lo='band_lo', band_hi='band_hi'),
+               logit=dict(conf='x_conf', acc='x_acc', lo='x_lo', hi='x_hi', blo='x_blo', bhi='x_bhi',
+                          band_lo='x_band_lo', band_hi='x_band_hi'))
 _TOOLTIP = [alt.Tooltip('n:Q', title='events'), alt.Tooltip('lo:Q', title='min conf', format='.3f'),
             alt.Tooltip('hi:Q', title='max conf', format='.3f'), alt.Tooltip('conf:Q', title='mean conf', format='.4g'),
             alt.Tooltip('acc:Q', title='accuracy', format='.4g'), alt.Tooltip('ci_lo:Q', title='interval lo', format='.4g'),
             alt.Tooltip('ci_hi:Q', title='interval hi', format='.4g')]
 _BAR = '#4c78a8'
+_BAND = '#9e9e9e'
+_BAND_TOOLTIP = [alt.Tooltip('band_lo:Q', title='band lo', format='.4g'),
+                 alt.Tooltip('band_hi:Q', title='band hi', format='.4g')]
 _SIZE, _HIST = 300, 70            # a diagram's side and its histogram's height, in px
 _TITLE_PX = 420                   # title lines at most this wide: a diagram stays narrower than a page (550 px)
 
-def _layers(conf_axis: str, color: bool, scale: str, ax: dict, acc_title: bool = True) -> list[alt.Chart]:
-    "Diagonal, per-bin interval rules and points (hollow where drawn at the edge), on bins from `_plot_frame`."
+def _layers(conf_axis: str, color: bool, scale: str, ax: dict, acc_title: bool = True,
+            bands: bool = False) -> list[alt.Chart]:
+    """Diagonal, per-bin interval rules and points (hollow where drawn at the edge), on bins from `_plot_frame`;
+    with `bands`, first a grey box per bin spanning its confidences and its consistency band."""
     c, a = _axes(conf_axis)
     f, sc = _FIELDS[scale], alt.Scale(domain=ax['domain'], nice=False)
     axis = lambda title: alt.Axis(title=title, **_tick_axis(scale, ax))
@@ -205,7 +225,11 @@ def _layers(conf_axis: str, color: bool, scale: str, ax: dict, acc_title: bool =
     rules = alt.Chart().mark_rule().encode(conf, acc(f['lo']), _POS2[a](f"{f['hi']}:Q"), **col)
     points = alt.Chart().mark_point(filled=True, size=40, strokeWidth=1.5, color=_BAR).encode(
         conf, acc(f['acc']), tooltip=_TOOLTIP, **col, **marker)
-    return [diagonal, rules, points]
+    if not bands: return [diagonal, rules, points]
+    band = alt.Chart().mark_rect(color=_BAND, opacity=0.35).encode(
+        _POS[c](f"{f['blo']}:Q", scale=sc, axis=axis(None)), _POS2[c](f"{f['bhi']}:Q"), acc(f['band_lo']),
+        _POS2[a](f"{f['band_hi']}:Q"), tooltip=_BAND_TOOLTIP)
+    return [band, diagonal, rules, points]
 
 def _tick_axis(scale: str, ax: dict) -> dict:
     "Axis settings of a confidence or accuracy axis: probabilities as labels at the chosen ticks on log-odds axes."
@@ -249,12 +273,15 @@ def _title(head: str, score: str, px: float, subtitle: list[str] = (), size: flo
     return alt.TitleParams(text, subtitle=list(subtitle) or alt.Undefined, anchor='start', fontSize=size,
                            subtitleFontSize=10)
 
-def _subtitle(conf_axis: str, scale: str, px: float, edge: bool = False) -> list[str]:
-    "How to read the diagram, in lines at most `px` wide; `edge`: some points are drawn at the axis edge."
+BAND_NOTE = "grey boxes: the accuracy a calibrated model's bin would show (consistency band)"
+
+def _subtitle(conf_axis: str, scale: str, px: float, edge: bool = False, bands: bool = False) -> list[str]:
+    "How to read the diagram, in lines at most `px` wide; `edge`: some points drawn at the axis edge; `bands`: drawn."
     side = 'above' if conf_axis == 'x' else 'below'
     below = 'below' if conf_axis == 'x' else 'beside'
     axes = '; log-odds axes' if scale == 'logit' else ''
-    note = _wrap(f'hollow points: {AT_EDGE}', px, 10, 'normal') if edge else []
+    note = (_wrap(f'hollow points: {AT_EDGE}', px, 10, 'normal') if edge else []) + \
+           (_wrap(BAND_NOTE, px, 10, 'normal') if bands else [])
     return _wrap(f'bars: per-bin interval; {side} the diagonal = under-confident; {below}: events per bin{axes}',
                  px, 10, 'normal') + note
 
@@ -264,9 +291,10 @@ def _view(t: pd.DataFrame, scale: str, px: int) -> tuple[str, pd.DataFrame, dict
     p, ax = _plot_frame(t, scale, px)
     return scale, p, ax
 
-def _stack(p: pd.DataFrame, ax: dict, conf_axis: str, color: bool, scale: str, size: int, hist: int, acc_title=True):
+def _stack(p: pd.DataFrame, ax: dict, conf_axis: str, color: bool, scale: str, size: int, hist: int, acc_title=True,
+           bands=False):
     "A diagram `size` px square with its histogram `hist` px deep beneath it (beside it when confidence is on y)."
-    diagram = alt.layer(*_layers(conf_axis, color, scale, ax, acc_title)).properties(width=size, height=size)
+    diagram = alt.layer(*_layers(conf_axis, color, scale, ax, acc_title, bands)).properties(width=size, height=size)
     bars = _histogram(conf_axis, color, scale, ax, size, hist, acc_title)
     return (alt.vconcat if conf_axis == 'x' else alt.hconcat)(diagram, bars, data=p, spacing=6)
 
@@ -277,19 +305,21 @@ def reliability(data, # events (a frame, or confidences with `correct`) or a bin
                 bin_size=None, # events per bin instead of `n_bins`
                 title=None, # the chart's title (default: `label`, or 'Reliability diagram'); CalibMSE follows it
                 conf_axis='x', # 'x': confidence on x (the thesis); 'y': accuracy on x (the parsing paper)
-                level=None, # the intervals' confidence level (default: the study default)
+                level=None, # the intervals' (and bands') level (default: the study default)
                 label=None, # the predictor's name: colours its bins and titles the chart
                 scale='auto', # 'linear', 'logit' (log-odds axes) or 'auto' (logit when most events are near 0 or 1)
+                bands=False, # consistency bands: for events from `consistency_bands`; a table needs band_lo, band_hi
                ) -> alt.VConcatChart | alt.HConcatChart:
     "Reliability diagram over a histogram of the events per bin; CalibMSE (and its interval) in the title."
     _axes(conf_axis); check_choice('scale', scale, SCALES)          # fail fast, before binning
-    t, ci = _bins(data, correct, n_bins, bin_size, level)
+    if not isinstance(bands, bool): raise TypeError(f'bands must be True or False, got {bands!r}')
+    t, ci = _bins(data, correct, n_bins, bin_size, level, bands)
     if label is not None: t.insert(0, 'label', str(label))
     head = title if title is not None else (str(label) if label is not None else 'Reliability diagram')
     scale, p, ax = _view(t, scale, _SIZE)
-    return svg_display(_stack(p, ax, conf_axis, label is not None, scale, _SIZE, _HIST).properties(
+    return svg_display(_stack(p, ax, conf_axis, label is not None, scale, _SIZE, _HIST, bands=bands).properties(
         title=_title(head, _score_text(_score(t), ci, level), _TITLE_PX,
-                     _subtitle(conf_axis, scale, _TITLE_PX, ax['edge']))))
+                     _subtitle(conf_axis, scale, _TITLE_PX, ax['edge'], bands))))
 
 # %% ../nbs/40_charts.ipynb #45978637
 MAX_COLUMNS = 2                # panels per row that fit a documentation page (about 550 px) at full size
@@ -319,8 +349,63 @@ def reliability_grid(tables: Mapping[str, pd.DataFrame], # key (a panel's name) 
         title=alt.TitleParams(_wrap(title or 'Reliability diagrams', px), anchor='start',
                               subtitle=_subtitle(conf_axis, scale, px, ax['edge']), subtitleFontSize=10)))
 
+# %% ../nbs/40_charts.ipynb #be3d8b83
+CURVE_COLUMNS = ['coverage', 'risk', 'oracle_risk']
+RC_NOTE = ('accepting the most confident events first; oracle: every correct event before any wrong one; '
+           'random: any order (the overall error rate)')
+
+def _curve(data, correct, max_points) -> pd.DataFrame:
+    "The risk–coverage table to draw: computed from events, or a `risk_coverage` table validated."
+    k = check_int('max_points', max_points, 2)
+    if not (isinstance(data, pd.DataFrame) and 'coverage' in data.columns):
+        return risk_coverage(data, correct, max_points=k)
+    if correct is not None:
+        raise ValueError('data is a risk_coverage table (it has a coverage column): correct applies only to events')
+    missing = [c for c in CURVE_COLUMNS if c not in data.columns]
+    if missing: raise ValueError(f'risk_coverage table lacks column(s) {missing}; it has {list(data.columns)}')
+    if not 1 <= len(data) <= k:
+        raise ValueError(f'risk_coverage table has {len(data)} points; a chart takes 1 to max_points = {k}: '
+                         f'compute it with risk_coverage(..., max_points={k})')
+    for c in CURVE_COLUMNS: check_conf(data[c], f'risk_coverage table column {c}')
+    if data.coverage.iloc[-1] != 1:
+        raise ValueError('risk_coverage table must end at coverage 1 (the random baseline is its risk there)')
+    return data
+
+def risk_coverage_chart(data, # events (a frame, or confidences with `correct`) or a `risk_coverage` table
+                        correct=None, # 0/1 outcomes when `data` are confidences
+                        *, max_points=MAX_CURVE_POINTS, # at most this many points of the curve are drawn
+                        title=None, # the chart's title (default: 'Risk–coverage')
+                        label=None, # the model's name in the legend (default: 'model')
+                       ) -> alt.LayerChart:
+    "The risk–coverage curve (most confident first) with the oracle ordering's curve and a random ordering's level."
+    t = _curve(data, correct, max_points)
+    name = 'model' if label is None else str(label)
+    if name in ('oracle', 'random'): raise ValueError(f'label {name!r} is a baseline\'s name: choose another')
+    err, first = float(t.risk.iloc[-1]), float(t.coverage.iloc[0])
+    lines = {name: t[['coverage', 'risk']],
+             'oracle': t[['coverage', 'oracle_risk']].rename(columns={'oracle_risk': 'risk'}),
+             'random': pd.DataFrame({'coverage': [first, 1.0], 'risk': [err, err]})}
+    d = pd.concat([v.assign(curve=k) for k, v in lines.items()], ignore_index=True)
+    color = alt.Color('curve:N', title=None, scale=alt.Scale(domain=list(lines), range=[_BAR, '#54a24b', '#888888']),
+                      legend=alt.Legend(orient='bottom', direction='vertical', labelFontSize=10))
+    dash = alt.StrokeDash('curve:N', scale=alt.Scale(domain=list(lines), range=[[1, 0], [6, 3], [2, 2]]), legend=None)
+    x = alt.X('coverage:Q', title='Coverage (share of events accepted)', scale=alt.Scale(domain=[0, 1], nice=False),
+              axis=alt.Axis(labelFontSize=10))
+    y = alt.Y('risk:Q', title='Risk (error rate of the accepted)', axis=alt.Axis(labelFontSize=10))
+    tip = [alt.Tooltip('curve:N'), alt.Tooltip('coverage:Q', format='.3f'), alt.Tooltip('risk:Q', format='.4g')]
+    layers = [alt.Chart().mark_line(strokeWidth=2 if k == name else 1.5).encode(x, y, color, dash, tooltip=tip)
+              .transform_filter(alt.datum.curve == k).properties(name=k.replace(' ', '_'))
+              for k in ('random', 'oracle', name)]
+    head = _wrap(title or 'Risk–coverage', _TITLE_PX)
+    return svg_display(alt.layer(*layers, data=d).properties(width=_SIZE, height=240, title=alt.TitleParams(
+        head, subtitle=_wrap(RC_NOTE, _TITLE_PX, 10, 'normal'), anchor='start', fontSize=13, subtitleFontSize=10)))
+
 # %% ../nbs/40_charts.ipynb #df283e03
-def smooth_reliability(curve: pd.DataFrame, *, title=None, conf_axis='x', label=None) -> alt.LayerChart:
+def smooth_reliability(curve: pd.DataFrame,  # columns conf, acc, and optionally a band lo, hi
+                       *, title=None,  # the chart's title (default: 'Smoothed reliability')
+                       conf_axis='x',  # 'x': confidence on x; 'y': accuracy on x
+                       label=None,  # the predictor's name: colours the curve
+                       ) -> alt.LayerChart:
     "A smoothed reliability curve (columns `conf`, `acc`, optional `lo`, `hi` band) with the diagonal."
     if not isinstance(curve, pd.DataFrame): raise TypeError(f'curve must be a DataFrame, got {type(curve).__name__}')
     missing = [c for c in ('conf', 'acc') if c not in curve.columns]
@@ -386,8 +471,16 @@ def save_chart(chart,                      # an Altair chart (as calibkit's char
     return out
 
 # %% ../nbs/40_charts.ipynb #171d7209
-def study_curve(df: pd.DataFrame, x: str, y: str, *, color=None, ylo=None, yhi=None, log_x=False, log_y=False,
-                title=None) -> alt.LayerChart:
+def study_curve(df: pd.DataFrame,  # the study's results, one row per point
+                x: str,  # the column on x
+                y: str,  # the column on y
+                *, color=None,  # a column: one line per value
+                ylo=None,  # a column: the band's lower end (with `yhi`)
+                yhi=None,  # a column: the band's upper end (with `ylo`)
+                log_x=False,  # a log scale on x (positive values)
+                log_y=False,  # a log scale on y (positive values)
+                title=None,  # the chart's title (default: none)
+                ) -> alt.LayerChart:
     "Line chart of `y` against `x` (one line per `color`), with an optional `ylo`–`yhi` band."
     if not isinstance(df, pd.DataFrame): raise TypeError(f'df must be a DataFrame, got {type(df).__name__}')
     if (ylo is None) != (yhi is None): raise ValueError('give both ylo and yhi (the band) or neither')
@@ -415,3 +508,7 @@ def study_curve(df: pd.DataFrame, x: str, y: str, *, color=None, ylo=None, yhi=N
     chart = alt.layer(*layers, data=df[cols].reset_index(drop=True)).properties(width=400, height=260)
     if title is None: return svg_display(chart)
     return svg_display(chart.properties(title=alt.TitleParams(_wrap(title, _TITLE_PX), anchor='start')))
+
+# %% ../nbs/40_charts.ipynb #c961f4c6
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -24,22 +24,30 @@ run), 130 interrupted"""
 
 class CLIError(Exception):
     "A command-line failure: `code` is the exit status, the message one line."
-    def __init__(self, code: int, message: str):
+    def __init__(self,
+                 code: int,  # the exit status
+                 message: str,  # what went wrong, in one line
+                 ):
         super().__init__(message)
         self.code = code
 
-def first_line(e: BaseException) -> str: return (str(e).splitlines() or [type(e).__name__])[0]
+def first_line(e: BaseException,  # an exception
+               ) -> str: return (str(e).splitlines() or [type(e).__name__])[0]
 
 class failing_as:
     "Context manager: a ValueError/TypeError inside becomes a `CLIError` with exit status `code`."
-    def __init__(self, code: int, prefix: str = ''): self.code, self.prefix = code, prefix
+    def __init__(self,
+                 code: int,  # the exit status of the CLIError
+                 prefix: str = '',  # text put before the error's message
+                 ): self.code, self.prefix = code, prefix
     def __enter__(self): return self
     def __exit__(self, kind, e, tb):
         if kind is not None and issubclass(kind, (ValueError, TypeError)) and not isinstance(e, CLIError):
             raise CLIError(self.code, self.prefix + first_line(e)) from e
 
 # %% ../nbs/62_cli.ipynb #od62ex01
-def output_error(e: OutputError) -> CLIError:   # the library's refusal of an output folder
+def output_error(e: OutputError,  # the library's refusal of an output folder
+                 ) -> CLIError:   # the library's refusal of an output folder
     "The CLI's one line (exit 73) for a refused output folder: the library's reason, and the flags that change it."
     hint = '; choose another --out or pass --force to replace it' if e.reason == 'exists' else ''
     return CLIError(EX_CANTCREAT, first_line(e) + hint)
@@ -63,7 +71,11 @@ def int_flag(name: str,  # the flag, named in the message
 
 MAX_SAMPLES = 10_000      # --n-samples: intervals hold n_samples × bins floats; 1,000 resamples give stable intervals
 
-def float_flag(name: str, lo: float, hi: float, **open_ends):
+def float_flag(name: str,  # the flag, named in the message
+               lo: float,  # the smallest value accepted
+               hi: float,  # the largest value accepted
+               **open_ends,  # lo_open/hi_open: exclude an end (as `check_float`)
+               ):
     "An argparse type: a finite number in the range, checked by `check_float` naming the flag."
     def parse(text):
         from calibkit.events import check_float
@@ -72,7 +84,8 @@ def float_flag(name: str, lo: float, hi: float, **open_ends):
     return parse
 
 # %% ../nbs/62_cli.ipynb #94b2b4f0
-def param_flag(text: str) -> tuple[str, object]:
+def param_flag(text: str,  # the flag's value, K=V
+               ) -> tuple[str, object]:
     "`K=V` → (K, V): V as a JSON scalar (number, true/false, null, \"text\") when it is one, else the text itself."
     import json
     key, sep, value = text.partition('=')
@@ -95,13 +108,17 @@ def _is_top_logits(path: Path) -> bool:
         return isinstance(rec := json.loads(first), dict) and 'top_logits' in rec
     except (OSError, ValueError, RecursionError): return False   # the readers name what is wrong
 
-def raw_output(path: Path):
+def raw_output(path: Path,  # an .npz, .jsonl or .logits file
+               ):
     "A raw model output for an extractor: an `.npz` as a dict of arrays, a `.jsonl`/`.logits` file as a list of records (the event readers' parsers)."
     from calibkit.inputs import jsonl_records, read_npz, read_text
     return read_npz(path) if path.suffix.lower() == '.npz' else jsonl_records(path, read_text(path))
 
 # %% ../nbs/62_cli.ipynb #1e40ec0c
-def load_input(path, threshold: float | None = None, *, extractor=None) -> 'pd.DataFrame':
+def load_input(path,  # an events file, score matrix, .logits file, or raw output (with `extractor`)
+               threshold: float | None = None,  # drop events below this score (score matrices: the settings')
+               *, extractor=None,  # an extractor instance run over a raw output
+               ) -> 'pd.DataFrame':
     "Events from an events file, an `.npz` score matrix, a calibration_metric `.logits` file, or an `extractor` over a raw output."
     from calibkit.inputs import InputError, read_events, read_scores
     from calibkit.inputs import NoInputError, check_file, show_path
@@ -123,7 +140,9 @@ def load_input(path, threshold: float | None = None, *, extractor=None) -> 'pd.D
     return out
 
 # %% ../nbs/62_cli.ipynb #bc4527b4
-def read_stdin(fmt: str | None, folder: Path) -> Path:
+def read_stdin(fmt: str | None,  # the --format: csv, jsonl or parquet
+               folder: Path,  # a scratch folder the copy is written to
+               ) -> Path:
     "Standard input copied to `folder/<stdin>.EXT` for the readers (`fmt`: csv, jsonl or parquet)."
     if fmt is None: raise CLIError(EX_USAGE, 'reading standard input (-) needs --format csv, jsonl or parquet')
     if sys.stdin is None: raise CLIError(EX_NOINPUT, 'standard input is closed: nothing to read for -')
@@ -193,7 +212,8 @@ def _read_all(args, xt):
             raise CLIError(e.code, str(e).replace(str(src), '<stdin>')) from e.__cause__
     return ev, fit, counts
 
-def cmd_report(args) -> int:
+def cmd_report(args,  # the parsed flags of `calibkit report`
+               ) -> int:
     from calibkit.report import calibration_report
     _check_flags(args)
     xt = _plugin('extractor', args.extractor, args.extractor_param)
@@ -246,7 +266,8 @@ def plugin_table(df,              # `calibkit.plugins.plugins()`: kind, name, de
     return '\n'.join(lines)
 
 # %% ../nbs/62_cli.ipynb #e1f20282
-def cmd_plugins(args) -> int:
+def cmd_plugins(args,  # the parsed flags of `calibkit plugins`
+                ) -> int:
     import shutil
     from calibkit.plugins import plugins
     df = plugins()
@@ -254,7 +275,8 @@ def cmd_plugins(args) -> int:
     print(df.to_json(orient='records', indent=1) if args.json else plugin_table(df, width), flush=True)
     return 0
 
-def cmd_demo(args) -> int:
+def cmd_demo(args,  # the parsed flags of `calibkit demo`
+             ) -> int:
     from calibkit.demos import run_demos
     from calibkit.demos import DEMOS
     only = args.only.split(',') if args.only else None
@@ -298,7 +320,11 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest='cmd', required=True, metavar='{report,demo,plugins}', parser_class=Parser)
     r = sub.add_parser('report', parents=[common], help='calibration report of model outputs on disk', epilog=EXIT_CODES,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description='Measure (and optionally recalibrate) the calibration of model outputs on disk.')
+                       description='Measure (and optionally recalibrate) the calibration of model outputs on '
+                                   'disk:\nmetrics with intervals, reliability diagrams with consistency bands, '
+                                   'whether the\nmiscalibration is significant at --level (ECCE-R test), and how useful '
+                                   'the confidence\nis for abstaining (selective prediction: AURC, AUROC, risk at '
+                                   '80/90/95% coverage, the\nrisk-coverage curve), before and after recalibration.')
     r.add_argument('input', help="events file (.csv .tsv .parquet .jsonl), score matrix (.npz), .logits, or - (stdin)")
     r.add_argument('--format', choices=sorted(FORMATS), help='format of standard input (with INPUT -)')
     r.add_argument('--fit', help='held-out events to fit the recalibrator on (same formats)')
@@ -317,10 +343,12 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument('--bin-size', type=int_flag('--bin-size', 1), help='events per equal-mass bin')
     r.add_argument('--binning', choices=BINNINGS, default='equal_mass',   # binning.BINNINGS (a test keeps them equal)
                    help='bins: equal_mass (default), fixed_width, or adaptive (Ding et al. 2020: chooses its own number)')
-    r.add_argument('--level', type=float_flag('--level', 0, 1, lo_open=True, hi_open=True), help=f'interval level (default {s.ci_level})')
+    r.add_argument('--level', type=float_flag('--level', 0, 1, lo_open=True, hi_open=True),
+                   help=f'level of the intervals, consistency bands and significance test (default {s.ci_level})')
     n_samples = int_flag('--n-samples', 2, MAX_SAMPLES, ' (each resample keeps one number per bin)')
     r.add_argument('--n-samples', type=n_samples,
-                   help=f'resamples for intervals (default {s.ci_samples}, at most {MAX_SAMPLES:,})')
+                   help=f'resamples for intervals and consistency bands (default {s.ci_samples}, '
+                        f'at most {MAX_SAMPLES:,})')
     r.add_argument('--seed', type=int_flag('--seed', 0), help=f'random seed (default {s.seed})')
     r.add_argument('--out', help='output folder (default: <input name>-calibration; with --json: none)')
     r.add_argument('--force', action='store_true', help='replace a report folder calibkit wrote (nothing else)')
@@ -345,7 +373,8 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _se
         _seen.add(text)
         print(f'calibkit: warning: {text}', file=sys.stderr)
 
-def main(argv=None) -> int:
+def main(argv=None,  # the arguments (default: sys.argv[1:])
+         ) -> int:
     "Entry point of the `calibkit` console script and of `python -m calibkit`."
     import shlex, warnings
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -371,3 +400,7 @@ def main(argv=None) -> int:
         text = first_line(e) if said else f'{type(e).__name__}: {first_line(e)} (a calibkit bug: rerun with --debug)'
         print(f'calibkit: error: {text}', file=sys.stderr)
         return code
+
+# %% ../nbs/62_cli.ipynb #d5218de5
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

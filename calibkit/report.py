@@ -13,12 +13,16 @@ from .config import calibkit_version, default
 from .events import as_pairs, check_choice, check_int
 from .binning import BINNINGS, BinStats, bin_stats, bin_table, group_bins, wsum, z_value
 from .metrics import brier, calib_mse_interval, ece_interval
+from .significance import CALIBRATED, binomial_bands, consistency_bands, ecce_r_test, spiegelhalter_test
+from .selective import COVERAGES, MAX_CURVE_POINTS, ranking, risk_coverage, selective_summary
 from .outdir import MARKER, claim
 
 # %% auto #0
-__all__ = ['METRICS', 'CI_BUDGET', 'MAX_PANELS', 'MAX_HTML_GROUPS', 'REPORT_FILES', 'stage_stats', 'bins_note', 'metric_rows',
-           'make_grouper', 'make_recalibrator', 'recalibrated', 'group_metrics', 'stage_verdict', 'verdict_text',
-           'Report', 'stage_name', 'calibration_report', 'report_charts', 'metrics_wide', 'report_html']
+__all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'MAX_PANELS', 'MAX_HTML_GROUPS', 'REPORT_FILES', 'stage_stats',
+           'bins_note', 'metric_rows', 'make_grouper', 'make_recalibrator', 'recalibrated', 'group_metrics',
+           'stage_bands', 'stage_verdict', 'verdict_text', 'stage_significance', 'significance_text', 'Report',
+           'stage_name', 'calibration_report', 'report_charts', 'selective_wide', 'bands_note', 'metrics_wide',
+           'report_html']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -38,7 +42,9 @@ def stage_stats(c,  # a stage's confidences
 
 # %% ../nbs/60_report.ipynb #ea4249eb
 def bins_note(st: BinStats,  # the stage's bins
-              *, n_bins=None, bin_size=None, binning='equal_mass',  # what was asked for (as `stage_stats`)
+              *, n_bins=None,  # the bins asked for (as `stage_stats`)
+              bin_size=None,  # or the events per bin asked for
+              binning='equal_mass',  # the binning asked for
               ) -> str | None:
     "Why `st` has fewer (non-empty) bins than asked for, in one sentence; for adaptive bins, how many they chose; else None."
     n, used = st.total, int(np.count_nonzero(st.n))
@@ -95,7 +101,9 @@ def _accepts(obj, name: str) -> bool:
     try: return name in inspect.signature(type(obj)).parameters
     except (TypeError, ValueError): return False
 
-def make_grouper(grouper, n_groups=None):
+def make_grouper(grouper,  # a registered grouper's name, an instance, or None
+                 n_groups=None,  # groups, for a grouper whose constructor takes it
+                 ):
     "A grouper instance from a registered name (with `n_groups` when its constructor takes it) or an instance."
     if grouper is None or not isinstance(grouper, str):
         if n_groups is not None and (grouper is None or not _accepts(grouper, 'n_groups')):
@@ -108,7 +116,9 @@ def make_grouper(grouper, n_groups=None):
     return registered(grouper, n_groups=check_int('n_groups', n_groups, 1))
 
 # %% ../nbs/60_report.ipynb #17e69925
-def make_recalibrator(recalibrator, params=None):
+def make_recalibrator(recalibrator,  # a registered recalibrator's name or an instance
+                      params=None,  # the named recalibrator's parameters (a dict)
+                      ):
     "A recalibrator instance from a registered name and its `params`, or the instance given (params then refused)."
     if isinstance(recalibrator, str):
         from calibkit.plugins import recalibrator as registered
@@ -117,7 +127,11 @@ def make_recalibrator(recalibrator, params=None):
     return recalibrator
 
 # %% ../nbs/60_report.ipynb #54112e4d
-def recalibrated(ev, fit, grouper, recalibrator):
+def recalibrated(ev,  # the evaluated events
+                 fit,  # the held-out events the recalibrator is fitted on
+                 grouper,  # a fitted grouper instance (one recalibrator per group), or None
+                 recalibrator,  # a recalibrator instance
+                 ):
     "The events with conf replaced by the `recalibrator` fitted on `fit` (one per group under a `grouper`)."
     if fit is None: raise ValueError('recalibrating needs fit events (the `fit` argument): recalibrators are fitted on held-out data, '
                                      'never on the events they are judged on')
@@ -140,11 +154,13 @@ def _same_events(a, b) -> bool:
     return len(ca) == len(cb) and np.array_equal(ca, cb) and np.array_equal(ya, yb)
 
 # %% ../nbs/60_report.ipynb #c80cb334
-CI_BUDGET = 5 * 10**7   # resampled bin values a report spends on the groups' intervals at most (memory and time)
+CI_BUDGET = 5 * 10**7   # resampled values a report spends at most on the groups' intervals, or a stage's bands
 
 def group_metrics(st: BinStats,  # every group's bins (`group_bins`)
                   bg: np.ndarray,  # each bin's group
-                  *, level, n_samples, seed,  # interval level, resamples and seed (as `ece_interval`)
+                  *, level,  # interval level (as `ece_interval`)
+                  n_samples,  # resamples
+                  seed,  # their seed
                   ) -> pd.DataFrame:
     """GMCE (the l2 error of each group's bins) with the per-bin Normal-resampling interval of `ece_interval`, for all groups
     of `group_bins` at once: one row per group (`group, gmce, lo, hi, n_events, n_bins`). Groups with the same number of
@@ -178,6 +194,20 @@ def group_metrics(st: BinStats,  # every group's bins (`group_bins`)
         if flat: warnings.warn(f'{flat} of {len(nb):,} groups have a degenerate (zero-width) interval: their bins hold one '
                                'event or only correct or only wrong events, so resampling has no spread', stacklevel=2)
     return pd.DataFrame(dict(group=bg[bounds], gmce=gmce, lo=lo, hi=hi, n_events=total, n_bins=nb))
+
+# %% ../nbs/60_report.ipynb #02ab54f8
+def stage_bands(c,  # a stage's confidences
+                y,  # and outcomes (0/1)
+                st: BinStats,  # the stage's bins (`stage_stats`)
+                *, level,  # band level (as `consistency_bands`)
+                n_samples,  # resamples
+                seed,  # their seed
+                ) -> tuple[pd.DataFrame, str]:
+    """The stage's bins table with `band_lo`, `band_hi`, and how they were made: 'resampled' within `CI_BUDGET`, else
+    'binomial'."""
+    if n_samples * len(c) <= CI_BUDGET:
+        return consistency_bands(c, y, stats=st, level=level, n_samples=n_samples, seed=seed), 'resampled'
+    return binomial_bands(st, level), "binomial"
 
 # %% ../nbs/60_report.ipynb #bc29cb4a
 def _ranges(flag: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[dict]:
@@ -236,17 +266,73 @@ def verdict_text(v: dict,  # a `stage_verdict`
                   f'{_g(dlo)} to {_g(dhi)}, which includes 0).'))
     return out
 
+# %% ../nbs/60_report.ipynb #24899e1a
+SIGNIFICANCE = {   # stable key -> (display name, one-line definition): the tests a report runs; the first decides
+    'ecce_r': ('ECCE-R', "Tygert's (2021) range of the cumulative differences Σ(y − p) along the sorted "
+               'confidences, in units of its null standard deviation (Kuiper type); asymptotic p-value of the range '
+               'of a Brownian motion.'),
+    'spiegelhalter': ("Spiegelhalter's Z", 'Z = Σ(y − p)(1 − 2p) / √Σ(1 − 2p)²p(1 − p) over events (Spiegelhalter '
+                      '1986): standard normal when calibrated; two-sided p-value.'),
+}
+_TEST_FUNCTIONS = dict(ecce_r=ecce_r_test, spiegelhalter=spiegelhalter_test)
+SELECTIVE = {   # stable key -> (display name, one-line definition): metrics.json's stages.<stage>.selective
+    'aurc': ('AURC', 'Area under the risk–coverage curve: the error rate among the most confident events accepted, '
+             'averaged over coverages (Geifman et al. 2019); lower is better.'),
+    'e_aurc': ('E-AURC', "AURC minus the AURC of the oracle ordering (every correct event first): the part of AURC "
+               "due to the confidence's ranking; 0 is the best possible ordering."),
+    'augrc': ('AUGRC', 'Area under the generalised risk–coverage curve: accepted errors over all events, averaged over '
+              'coverages (Traub et al. 2024); lower is better.'),
+    'auroc': ('AUROC', 'P(the confidence of a correct event > that of a wrong one), ties counting ½: how well the '
+              'confidence separates correct from wrong; 0.5 is chance, 1 perfect.'),
+    'prr': ('PRR', 'Prediction–rejection ratio (Malinin & Gales 2021): where AUGRC lies between a random ordering (0) '
+            'and the oracle ordering (1).'),
+    **{f'risk@{c:g}': (f'risk at {c:.0%} coverage', f'The error rate among the {c:.0%} most confident events (equal '
+                       'confidences taken in random order).') for c in COVERAGES},
+}
+
+def stage_significance(c,  # a stage's confidences
+                       y,  # and outcomes (0/1)
+                       *, level,  # the report's level: significant when p < 1 − level
+                       ) -> dict:
+    """The tests of `SIGNIFICANCE` on a stage's events: the first's `test` (key), `name`, `statistic`, `p_value`,
+    `null`, `level`, `significant` (None, with a warning, when it is undefined on these confidences), and `tests`:
+    every test's statistic and p-value."""
+    tests = {}
+    for key, f in _TEST_FUNCTIONS.items():
+        try: s = f(c, y)
+        except ValueError as err:
+            warnings.warn(f'{SIGNIFICANCE[key][0]} not computed: {err}', stacklevel=2)
+            tests[key] = dict(statistic=np.nan, p_value=np.nan)
+        else: tests[key] = dict(statistic=s.statistic, p_value=s.p_value)
+    key = next(iter(SIGNIFICANCE))
+    p = tests[key]['p_value']
+    return dict(test=key, name=SIGNIFICANCE[key][0], **tests[key], null=CALIBRATED, level=level,
+                significant=None if np.isnan(p) else bool(p < 1 - level), tests=tests)
+
+def significance_text(s: dict,  # a `stage_significance` (as metrics.json holds it: None for NaN)
+                      ) -> str:
+    "The significance line of a stage: the test, its statistic and p-value, and what they mean at the report's level."
+    name, level = s['name'], s['level']
+    if s['significant'] is None:
+        return f'Significance ({name}): not computed, the test is undefined on these confidences.'
+    p = f'p = {s["p_value"]:.2g}' if s['p_value'] > 0 else 'p < 1e-300'
+    head = f'Significance ({name} = {s["statistic"]:.3g}, {p}): '
+    return head + (f'the miscalibration is significant at level {level:g}.' if s['significant'] else
+                   f'not distinguishable from calibrated at level {level:g}.')
+
 # %% ../nbs/60_report.ipynb #f776daa4
 @dataclass
 class Report:
     "The outcome of `calibration_report`: tables, the settings that produced them, warnings; charts on demand."
-    summary: dict
+    summary: dict                    # events, accuracy, mean confidence, ...; `change` with a recalibrator
     metrics: pd.DataFrame            # stage, key, metric, estimate, lo, hi
     bins: pd.DataFrame               # stage, group, bin, lo, hi, n, conf, acc, se, ci_lo, ci_hi
     groups: pd.DataFrame | None      # stage, group, members, gmce, lo, hi, n_events, n_labels, n_bins
-    meta: dict = field(default_factory=dict)
-    warnings: list = field(default_factory=list)
-    stages: dict = field(default_factory=dict)   # stage -> name (what it is), n_bins, bins_note, verdict
+    meta: dict = field(default_factory=dict)     # the settings and provenance (metrics.json's meta)
+    warnings: list = field(default_factory=list) # what the computation warned about, each once
+    stages: dict = field(default_factory=dict)   # stage -> name, n_bins, bins_note, verdict, bands, significance,
+                                                 # selective
+    curves: pd.DataFrame | None = None           # stage, conf, coverage, risk, gen_risk, oracle_risk (risk–coverage)
 
     @cached_property
     def charts(self) -> dict: return report_charts(self)
@@ -297,7 +383,8 @@ def _plugin_name(x) -> str | None:
 def stage_name(stage: str,  # 'before' or 'after'
                n_events: int,  # events evaluated
                *, recalibrator=None,  # the recalibrator's name (None: no recalibration)
-               grouper=None, n_groups=None,  # the grouper's name and number of groups (None: one recalibrator)
+               grouper=None,  # the grouper's name (None: one recalibrator)
+               n_groups=None,  # and its number of groups
                fit_name=None,  # what the fit events are called (default: 'the fit events')
                n_fit=None,  # number of fit events
                ) -> str:
@@ -314,9 +401,12 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                        n_groups=None,  # groups, for a grouper that takes it
                        recalibrator=None,  # a recalibrator name (isotonic, histogram, ...) or instance; None or 'none': no recalibration
                        params=None,  # the named recalibrator's parameters
-                       n_bins=None, bin_size=None,  # bins, or events per bin (equal-mass); default: the settings' n_bins
+                       n_bins=None,  # bins (default: the settings' n_bins)
+                       bin_size=None,  # or events per equal-mass bin
                        binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive' (Ding et al. 2020)
-                       level=None, n_samples=None, seed=None,  # interval level, resamples and seed (default: settings)
+                       level=None,  # interval, band and test level (default: the settings' ci_level)
+                       n_samples=None,  # resamples for intervals and bands (default: the settings' ci_samples)
+                       seed=None,  # their seed (default: the settings' seed)
                        title='Calibration report',  # the page's title
                        fit_name: str | None = None,  # what the fit events are called in the report (e.g. the file name)
                        meta: dict | None = None,  # extra provenance recorded in metrics.json
@@ -344,19 +434,23 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
         if recalibrator not in (None, 'none'):
             after = recalibrated(events, fit, g, make_recalibrator(recalibrator, params))
             stages['after'] = (after, *as_pairs(after))
-        metrics, bins, groups, info = [], [], [], {}
+        metrics, bins, groups, curves, info = [], [], [], [], {}
         gn = dict(grouper=_plugin_name(grouper), n_groups=getattr(g, 'n_groups_', None))
         for stage, (ev, c, y) in stages.items():
             st = stage_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, warn=said.append)
             if stage == 'before': summary = _summary(events, st)
             rows = metric_rows(st, level=level, n_samples=n_samples, seed=seed)
             metrics += [dict(stage=stage, **r) for r in rows]
-            bt = bin_table(st, level)
+            bt, bands = stage_bands(c, y, st, level=level, n_samples=n_samples, seed=seed)
             bins.append(bt.reset_index().assign(stage=stage, group='all'))
+            rk = ranking(c, y)                           # one sort for the selective metrics and the curve
+            curves.append(risk_coverage(rk, max_points=MAX_CURVE_POINTS).assign(stage=stage))
             info[stage] = dict(name=stage_name(stage, len(c), recalibrator=None if len(stages) == 1 else _plugin_name(recalibrator), fit_name=fit_name,
                                                n_fit=None if fit is None else len(fit), **(gn if g is not None else {})),
                                n_bins=int(np.count_nonzero(st.n)), bins_note=bins_note(st, n_bins=n_bins, bin_size=bin_size, binning=binning),
-                               verdict=stage_verdict(bt, rows, level))
+                               verdict=stage_verdict(bt, rows, level), bands=bands,
+                               significance=stage_significance(c, y, level=level),
+                               selective=selective_summary(rk).to_dict())
             if g is None: continue
             gid = np.asarray(g.assign(ev['label']))
             gb = 'equal_mass' if binning == 'adaptive' else binning
@@ -375,7 +469,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
     said += [str(w.message) for w in caught]
     said = list(dict.fromkeys(said))                     # each warning once, in order
     for w in said: warnings.warn(w, stacklevel=2)
-    cols = ['stage', 'group', 'bin', 'lo', 'hi', 'n', 'conf', 'acc', 'se', 'ci_lo', 'ci_hi']
+    cols = ['stage', 'group', 'bin', 'lo', 'hi', 'n', 'conf', 'acc', 'se', 'ci_lo', 'ci_hi', 'band_lo', 'band_hi']
     gcols = ['stage', 'group', 'members', 'gmce', 'lo', 'hi', 'n_events', 'n_labels', 'n_bins']
     meta = dict(title=title, calibkit_version=calibkit_version(), binning=binning, n_bins=info['before']['n_bins'],
                 n_bins_requested=n_bins, bin_size=bin_size, level=level, n_samples=n_samples, seed=seed,
@@ -388,7 +482,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
     return Report(summary=summary, metrics=pd.DataFrame(metrics),
                   bins=pd.concat(bins)[cols].reset_index(drop=True),
                   groups=pd.concat(groups).reindex(columns=gcols).reset_index(drop=True) if groups else None,
-                  meta=meta, warnings=said, stages=info)
+                  meta=meta, warnings=said, stages=info,
+                  curves=pd.concat(curves)[['stage', *curves[0].columns[:-1]]].reset_index(drop=True))
 
 # %% ../nbs/60_report.ipynb #baf6b35e
 MAX_PANELS = 12   # group panels charted per stage: the most frequent groups (ids 1, 2, ...); every group is in the tables
@@ -397,13 +492,18 @@ def _short(text: str, width: int = 28) -> str: return text if len(text) <= width
 
 def report_charts(r: Report,  # a calibration report
                   ) -> dict:
-    "Reliability chart of each stage and a grid of the `MAX_PANELS` most frequent groups, from the report's bins tables."
-    from calibkit.charts import reliability, reliability_grid
+    """Reliability chart of each stage (with consistency bands), a grid of the `MAX_PANELS` most frequent groups, and
+    the risk–coverage chart of each stage, from the report's tables."""
+    from calibkit.charts import reliability, reliability_grid, risk_coverage_chart
     charts, t = {}, r.bins
     names = {} if r.groups is None else dict(zip(r.groups.group.astype(str), r.groups.members.fillna('').astype(str)))
     for stage in pd.unique(t.stage):
         s = t[t.stage == stage]
-        charts[f'reliability_{stage}'] = reliability(s[s.group == 'all'], title=f'{r.meta["title"]} ({stage})')
+        charts[f'reliability_{stage}'] = reliability(s[s.group == 'all'], title=f'{r.meta["title"]} ({stage})',
+                                                     bands='band_lo' in s.columns)
+        if r.curves is not None:
+            curve = r.curves[r.curves.stage == stage].drop(columns='stage')
+            charts[f'risk_coverage_{stage}'] = risk_coverage_chart(curve, title=f'Risk–coverage ({stage})')
         keys = [k for k in pd.unique(s.group) if k != 'all']
         if not keys: continue
         shown = keys[:MAX_PANELS]
@@ -422,6 +522,29 @@ MAX_HTML_GROUPS = 50   # group rows the page shows per stage (the most frequent)
 
 def _table(df: pd.DataFrame) -> str:
     return df.to_html(index=False, float_format=lambda v: f'{v:.4g}', na_rep='', border=0)
+
+def _defined(table: str) -> str:
+    "An HTML table whose second column (a definition) is set left-aligned."
+    return re.sub(r'(<tr>\s*<td>[^<]*</td>\s*)<td>', r'\1<td class="def">', table)
+
+def selective_wide(r: Report,  # a calibration report
+                   ) -> pd.DataFrame:
+    "One row per selective-prediction metric (`SELECTIVE`), its definition, one column per stage (by its name)."
+    fmt = lambda v: '' if v is None or np.isnan(v) else f'{v:.4g}'
+    return pd.DataFrame({'metric': [name for name, _ in SELECTIVE.values()],
+                         'definition': [d for _, d in SELECTIVE.values()],
+                         **{i['name']: [fmt(i['selective'][k]) for k in SELECTIVE] for i in r.stages.values()}})
+
+def bands_note(r: Report,  # a calibration report
+               ) -> str:
+    "What the grey boxes of the report's reliability diagrams are, and how each stage's were computed."
+    how = dict(resampled=f'resampled from the confidences, {r.meta["n_samples"]:,} samples',
+               binomial=f'binomial quantiles at each bin\'s mean confidence: resampling every event '
+                        f'{r.meta["n_samples"]:,} times exceeds the report\'s budget of {CI_BUDGET:,} draws')
+    said = '; '.join(f'{s}: {how[i["bands"]]}' for s, i in r.stages.items())
+    return (f'Grey boxes: consistency bands ({r.meta["level"]:.0%}), the accuracy a calibrated model with the same '
+            f'confidences would show in each bin ({said}). A point outside its box is one a calibrated model would '
+            'rarely produce.')
 
 def metrics_wide(m: pd.DataFrame,  # a report's metrics table
                  ) -> pd.DataFrame:
@@ -444,14 +567,15 @@ def report_html(r: Report,  # a calibration report
              f'<style>{font_css()}\n{_CSS}</style></head><body><h1>{e(r.meta["title"])}</h1>', '<h2>Summary</h2>']
     for s, i in r.stages.items():
         parts += [f'<h3>{e(head[s].capitalize())}</h3>',
-                  *(f'<p class="verdict">{e(t)}</p>' for t in verdict_text(i['verdict']))]
+                  *(f'<p class="verdict">{e(t)}</p>'
+                    for t in [*verdict_text(i['verdict']), significance_text(i['significance'])])]
     if 'change' in r.summary: parts.append(f'<p class="verdict"><b>Recalibration: {e(r.summary["change"]["text"])}.</b></p>')
     binning = r.meta['binning'].replace('_', '-')
     used = '; '.join(f'{s}: {i["n_bins"]} used' + (f' ({i["bins_note"]})' if i['bins_note'] else '') for s, i in r.stages.items())
     wide = metrics_wide(r.metrics).rename(columns=head)
     wide.insert(1, 'definition', [METRICS[k][1] for k in pd.unique(r.metrics.key)])
     table = _table(wide)
-    table = re.sub(r'(<tr>\s*<td>[^<]*</td>\s*)<td>', r'\1<td class="def">', table)
+    table = _defined(table)
     parts += ['<h2>Data</h2>', _table(data),
               f'<h2>Metrics</h2><p class="note">{e(binning)} bins ({e(used)}). Intervals: per-bin Normal resampling of bin '
               f'accuracies ({r.meta["level"]:.0%}, {r.meta["n_samples"]:,} samples). The noise floor is what sampling noise '
@@ -459,8 +583,15 @@ def report_html(r: Report,  # a calibration report
               'above it (the debiased CalibMSE) is miscalibration, and it is distinguishable from noise when its interval '
               'lies above 0.</p>', table]
     if r.warnings: parts += ['<h2>Warnings</h2><ul>', *(f'<li>{e(w)}</li>' for w in r.warnings), '</ul>']
-    parts += ['<h2>Reliability</h2>', *(f'<figure>{to_svg(ch)}<figcaption class="note">{e(head[k.split("_", 1)[1]])}'
-                                        '</figcaption></figure>' for k, ch in r.charts.items() if k.startswith('reliability'))]
+    figures = lambda kind: [f'<figure>{to_svg(ch)}<figcaption class="note">{e(head[k.rsplit("_", 1)[1]])}'
+                            '</figcaption></figure>' for k, ch in r.charts.items() if k.startswith(kind)]
+    parts += ['<h2>Reliability</h2>', f'<p class="note">{e(bands_note(r))}</p>', *figures('reliability')]
+    if r.curves is not None:
+        parts += ['<h2>Selective prediction</h2><p class="note">How useful the confidence is for abstaining: accept '
+                  'the most confident events, hand the rest on. Equal confidences are accepted or rejected together '
+                  '(counted in random order); the curves are drawn at most at '
+                  f'{MAX_CURVE_POINTS} points, spread evenly in coverage.</p>', _defined(_table(selective_wide(r))),
+                  *figures('risk_coverage')]
     if r.groups is not None:
         gt = r.groups
         shown = gt[gt.groupby('stage', sort=False).cumcount() < MAX_HTML_GROUPS]
@@ -471,8 +602,7 @@ def report_html(r: Report,  # a calibration report
                   'tags, training frequency band and most frequent tags.'
                   + (f' The {MAX_HTML_GROUPS} most frequent groups of each stage are shown; {more:,} more rows are in '
                      'groups.csv and metrics.json.' if more else '') + '</p>', _table(shown),
-                  *(f'<figure>{to_svg(ch)}<figcaption class="note">{e(head[k.split("_", 1)[1]])}</figcaption></figure>'
-                    for k, ch in r.charts.items() if k.startswith('groups'))]
+                  *figures('groups')]
     parts += ['<h2>Bins</h2><p class="note">All events of each stage; the groups\' bins are in bins.csv.</p>',
               _table(r.bins[r.bins.group == 'all']), '<h2>Provenance</h2><pre>',
               e(json.dumps(_strict(r.meta), indent=1, default=str)), '</pre></body></html>']
@@ -480,5 +610,9 @@ def report_html(r: Report,  # a calibration report
 
 # %% ../nbs/60_report.ipynb #93f58721
 REPORT_FILES = frozenset({'report.html', 'metrics.json', 'bins.csv', 'groups.csv'} |
-                         {f'{chart}_{stage}{ext}' for chart in ('reliability', 'groups')
+                         {f'{chart}_{stage}{ext}' for chart in ('reliability', 'groups', 'risk_coverage')
                           for stage in ('before', 'after') for ext in ('.svg', '.vl.json')})
+
+# %% ../nbs/60_report.ipynb #9aa1e9e1
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

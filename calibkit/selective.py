@@ -12,8 +12,8 @@ from .events import as_pairs, check_int, numeric_array
 from .binning import sort_pairs, tie_runs
 
 # %% auto #0
-__all__ = ['COVERAGES', 'Ranking', 'ranking', 'risk_coverage', 'expected_errors', 'selective_risk', 'aurc', 'e_aurc', 'augrc',
-           'auroc', 'prr', 'selective_summary']
+__all__ = ['MAX_CURVE_POINTS', 'COVERAGES', 'Ranking', 'ranking', 'risk_coverage', 'expected_errors', 'selective_risk', 'aurc',
+           'e_aurc', 'augrc', 'auroc', 'prr', 'selective_summary']
 
 # %% ../nbs/06_selective.ipynb #a27301ee
 class Ranking(NamedTuple):
@@ -30,16 +30,21 @@ class Ranking(NamedTuple):
     def errors(self) -> float: return float(self.E[-1])
 
 def ranking(
-    conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
-    correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
+    conf,           # confidences in [0, 1], an events frame with columns `conf` and `correct`, or a `Ranking`
+    correct=None,   # outcomes 0/1 (None when `conf` is an events frame or a `Ranking`)
 ) -> Ranking:
-    "The runs of equal confidence, descending, from one sort (`sort_pairs`) and one pass (`tie_runs`)."
+    "The runs of equal confidence, descending, from one sort (`sort_pairs`) and one pass (`tie_runs`); a Ranking as is."
+    if isinstance(conf, Ranking):
+        if correct is not None: raise ValueError('conf is a Ranking (it holds the outcomes): correct must be None')
+        return conf
     v, m, s = tie_runs(*sort_pairs(*as_pairs(conf, correct)))
     m = m[::-1].astype(np.float64)
     e = m - s[::-1]
     return Ranking(v[::-1], m, e, np.cumsum(m), np.cumsum(e))
 
 # %% ../nbs/06_selective.ipynb #0dacb5f8
+MAX_CURVE_POINTS = 200   # points of a charted risk–coverage curve (the `max_points` of charts and reports)
+
 def risk_coverage(
     conf,             # confidences in [0, 1], or an events frame with columns `conf` and `correct`
     correct=None,     # outcomes 0/1 (None when `conf` is an events frame)
@@ -186,3 +191,7 @@ def selective_summary(
         out |= {'auroc': np.nan, 'prr': np.nan}
     out |= {f'risk@{c:g}': v for c, v in zip(cov, _risk_at(r, cov))}
     return pd.Series(out, name='selective')
+
+# %% ../nbs/06_selective.ipynb #92ffd583
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

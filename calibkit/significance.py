@@ -9,12 +9,12 @@ import numpy as np, pandas as pd
 from scipy.special import ndtr
 from .config import default
 from .events import as_pairs, check_choice, check_float, check_int, count_true
-from .binning import bin_stats, bin_table, sort_pairs, tie_runs, wsum
+from .binning import BinStats, bin_stats, bin_table, sort_pairs, tie_runs, wsum
 
 # %% auto #0
 __all__ = ['CALIBRATED', 'RESAMPLE_BATCH', 'Significance', 'spiegelhalter_test', 'cumulative_differences', 'brownian_max_abs_sf',
            'brownian_range_sf', 'ecce_mad_test', 'ecce_r_test', 'bernoulli_bin_sums', 'debiased_sq_gaps',
-           'calib_mse_test', 'consistency_bands']
+           'calib_mse_test', 'consistency_bands', 'binomial_bands']
 
 # %% ../nbs/05_significance.ipynb #22af7634
 class Significance(NamedTuple):
@@ -166,6 +166,24 @@ def calib_mse_test(
     return Significance(t, (1 + count_true(ts >= t)) / (1 + n_samples), CALIBRATED)
 
 # %% ../nbs/05_significance.ipynb #18415587
+def _band_table(st: BinStats, level: float, lo: np.ndarray, hi: np.ndarray) -> pd.DataFrame:
+    "The bins table of `st` with `band_lo`, `band_hi` on its non-empty bins (NaN on the empty ones)."
+    keep = st.n > 0
+    df = bin_table(st, level)
+    for col, v in (('band_lo', lo), ('band_hi', hi)):
+        df[col] = np.nan
+        df.loc[keep, col] = v
+    return df
+
+def _events_stats(c: np.ndarray, y: np.ndarray, stats, n_bins, bin_size, binning) -> BinStats:
+    "The events binned, or `stats` checked to hold as many events (then no binning arguments may be given)."
+    if stats is None: return bin_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning)
+    if not isinstance(stats, BinStats): raise TypeError(f'stats must be a BinStats, got {type(stats).__name__}')
+    if n_bins is not None or bin_size is not None: raise ValueError('give stats or n_bins/bin_size, not both')
+    if stats.total != len(c):
+        raise ValueError(f'stats holds {stats.total} events but conf has {len(c)}: they must be the same events')
+    return stats
+
 def consistency_bands(
     conf,                   # confidences in [0, 1], or an events frame with columns `conf` and `correct`
     correct=None,           # outcomes 0/1 (None when `conf` is an events frame)
@@ -176,17 +194,31 @@ def consistency_bands(
     level=None,             # central probability of each band (default: the settings' ci_level)
     n_samples=None,         # resamples (default: the settings' ci_samples)
     seed=None,              # seed of the resampling (default: the settings' seed)
+    stats=None,             # these events' bins if already computed (a `BinStats`), instead of the binning arguments
 ) -> pd.DataFrame:
     "The bins table with `band_lo`, `band_hi`: the central `level` range of each bin's accuracy under calibration."
     level = check_float('level', default('ci_level', level), 0, 1, lo_open=True, hi_open=True)
     n_samples = check_int('n_samples', default('ci_samples', n_samples), 1)
     c, y = as_pairs(conf, correct)
-    st = bin_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning)
+    st = _events_stats(c, y, stats, n_bins, bin_size, binning)
     keep = st.n > 0
     rng = np.random.default_rng(default('seed', seed))
     acc = bernoulli_bin_sums(np.sort(c), st.n[keep], n_samples, rng) / st.n[keep]
-    df = bin_table(st, level)
-    for col, qu in zip(('band_lo', 'band_hi'), np.quantile(acc, [(1 - level) / 2, (1 + level) / 2], axis=0)):
-        df[col] = np.nan
-        df.loc[keep, col] = qu
-    return df
+    return _band_table(st, level, *np.quantile(acc, [(1 - level) / 2, (1 + level) / 2], axis=0))
+
+# %% ../nbs/05_significance.ipynb #2aa7a0a6
+def binomial_bands(
+    stats: BinStats,   # binned events (`calibkit.binning.bin_stats`)
+    level=None,        # central probability of each band (default: the settings' ci_level)
+) -> pd.DataFrame:
+    "The bins table with `band_lo`, `band_hi` from the quantiles of Binomial(n_b, mean conf_b)/n_b: no resampling."
+    from scipy.stats import binom
+    if not isinstance(stats, BinStats): raise TypeError(f'stats must be a BinStats, got {type(stats).__name__}')
+    level = check_float('level', default('ci_level', level), 0, 1, lo_open=True, hi_open=True)
+    keep = stats.n > 0
+    n, p = stats.n[keep], np.clip(stats.conf[keep], 0, 1)
+    return _band_table(stats, level, *(binom.ppf([[(1 - level) / 2], [(1 + level) / 2]], n, p) / n))
+
+# %% ../nbs/05_significance.ipynb #e7c7be23
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

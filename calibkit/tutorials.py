@@ -39,3 +39,7 @@ def output_folder(
     else: out.mkdir(parents=True)
     write_manifest(out, names, 'writing')
     return out
+
+# %% ../nbs/66_tutorial_output.ipynb #b3b50504
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

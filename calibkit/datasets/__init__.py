@@ -35,3 +35,7 @@ def bundled(
                              f'it holds {_listing(path)}')
         path = path/part
     return path
+
+# %% ../../nbs/52_data_bundled.ipynb #ef54c2fd
+from ..config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

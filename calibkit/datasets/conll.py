@@ -63,3 +63,7 @@ def read_conll(
     if cur_w: tokens.append(cur_w); tags.append(cur_t)
     if not tokens: raise ValueError(f'{path}: no sentences (the file has no token lines)')
     return Tagged(tokens, tags)
+
+# %% ../../nbs/50_data_conll.ipynb #428700f7
+from ..config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -115,3 +115,7 @@ def read_conll2012_coref(
         return [d for f in files for d in _read_file(f)]
     if not path.is_file(): raise FileNotFoundError(f'path: {path} does not exist')
     return _read_file(path)
+
+# %% ../../nbs/51_data_coref.ipynb #6bba57de
+from ..config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -105,3 +105,7 @@ def words_frame(
                        'doc_id': rep('doc_id'), **cols})
     df['head'] = df['head'].astype('Int64')
     return df
+
+# %% ../../nbs/53_data_ud.ipynb #61b6245f
+from ..config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__
