@@ -127,7 +127,8 @@ def test_mondrian_repairs_an_under_covered_group_that_marginal_misses():
     groups = {j: 'rare' if j >= 3 else 'frequent' for j in range(K)}
     half = n // 2
     marginal = set_summary(ConformalSets(0.1).fit(p[:half], y[:half]).predict(p[half:]), y[half:], groups)
-    mondrian = set_summary(ConformalSets(0.1, groups=groups).fit(p[:half], y[:half]).predict(p[half:]), y[half:], groups)
+    mondrian = ConformalSets(0.1, groups=groups).fit(p[:half], y[:half]).predict(p[half:])
+    mondrian = set_summary(mondrian, y[half:], groups)
     rare = lambda t: t.set_index('group').loc['rare', 'coverage']
     assert rare(marginal) < 0.6 and rare(mondrian) >= 0.86
 
@@ -193,3 +194,16 @@ def test_a_group_without_calibration_rows_gives_the_full_set_for_its_labels():
 def test_bad_input_names_the_argument(call, err, msg):
     with pytest.raises(err) as e: call()
     assert msg in str(e.value), str(e.value)
+
+
+def test_label_names_work_like_ids_and_must_match_the_columns():
+    p, y = dirichlet_rows(300, seed=7)
+    names = list('abcdef')
+    by_id = ConformalSets(0.1, 'aps', groups={0: 1, 1: 1, 2: 1, 3: 2, 4: 2, 5: 2}).fit(p, y)
+    by_name = ConformalSets(0.1, 'aps', groups=dict(zip(names, [1, 1, 1, 2, 2, 2])), labels=names)
+    by_name.fit(p, np.array(names)[y])
+    assert by_id.quantile_.equals(by_name.quantile_) and (by_id.predict(p) == by_name.predict(p)).all()
+    with pytest.raises(ValueError, match='labels has 2 names but scores has 6 columns'):
+        ConformalSets(labels=['a', 'b']).fit(p, y)
+    with pytest.raises(ValueError, match='labels has 2 names but there are 6 columns'):
+        set_summary(by_id.predict(p), y, labels=['a', 'b'])
