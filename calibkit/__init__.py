@@ -17,7 +17,8 @@ _CORE = {'events': ['events', 'events_from_scores', 'top_label_events', 'as_pair
                      'top_label_ce', 'brier', 'Interval'],
          'significance': ['spiegelhalter_test', 'ecce_mad_test', 'ecce_r_test', 'calib_mse_test', 'consistency_bands',
                           'cumulative_differences', 'Significance'],
-         'selective': ['risk_coverage', 'selective_risk', 'aurc', 'e_aurc', 'augrc', 'auroc', 'prr', 'selective_summary']}
+         'selective': ['risk_coverage', 'selective_risk', 'aurc', 'e_aurc', 'augrc', 'auroc', 'prr', 'selective_summary'],
+         'conformal': ['ConformalSets', 'conformal_scores', 'set_summary']}
 _LAZY = {name: (module, name) for module, names in _CORE.items() for name in names} | {
     'extractor': ('plugins', 'extractor'), 'grouper': ('plugins', 'grouper'), 'recalibrator': ('plugins', 'recalibrator'),
     'Grouped': ('recalibrators', 'Grouped'),
@@ -36,7 +37,7 @@ _LAZY = {name: (module, name) for module, names in _CORE.items() for name in nam
 }
 _SUBMODULES = {'config', 'binning', 'metrics', 'plugins', 'charts', 'studies', 'report', 'recalibrators', 'groupers', 'extractors', 'models',
                'datasets', 'sparse', 'inputs', 'cli', 'demos', 'dask', 'diagnostics', 'multiclass', 'significance',
-               'selective'}
+               'selective', 'conformal'}
 
 
 def __getattr__(name):

@@ -11,6 +11,7 @@ from calibkit.events import events, events_from_scores, top_label_events
 from calibkit.binning import equal_mass_bins, fixed_width_bins
 from calibkit.metrics import brier, calib_mse, calib_mse_interval, ece, ece_interval, gmce, marginal_ce, smce, top_label_ce
 from calibkit import selective, significance
+from calibkit.conformal import ConformalSets, conformal_scores
 
 C = [.1, .2, .3, .4, .5, .6]                      # N = 6 valid pairs
 Y = [0, 1, 0, 1, 1, 0]
@@ -51,6 +52,8 @@ SCORE_FNS = {
     'top_label_events': lambda s, g: top_label_events(s, g),
     'marginal_ce': lambda s, g: marginal_ce(s, g, n_bins=1),
     'top_label_ce': lambda s, g: top_label_ce(s, g, n_bins=1),
+    'conformal_scores': lambda s, g: conformal_scores(s, g),
+    'ConformalSets.fit': lambda s, g: ConformalSets(0.5).fit(s, g),
 }
 
 def put(base, idx, vals, dtype=float):
