@@ -163,3 +163,7 @@ def set_summary(
         t = t[~empty]
     overall = pd.DataFrame({'group': ['overall'], 'n': [len(g)], 'coverage': [hit.mean()], 'mean_size': [size.mean()]})
     return pd.concat([t, overall], ignore_index=True) if G > 1 else overall
+
+# %% ../nbs/07_conformal.ipynb #193da941
+from .config import public_dir
+__dir__ = public_dir(globals())   # dir(module) lists its __all__
