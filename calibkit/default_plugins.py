@@ -13,10 +13,12 @@ __all__ = ['register_extractors', 'register_groupers', 'register_recalibrators']
 from .extractors.taggers import SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor
 from .extractors.seq2seq import Seq2SeqExtractor
 from .extractors.coref import CorefMCExtractor
+from .extractors.llm import OpenAILogprobsExtractor
 
 @hookimpl
 def register_extractors(register):
-    for cls in (SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor, Seq2SeqExtractor, CorefMCExtractor):
+    for cls in (SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor, Seq2SeqExtractor, CorefMCExtractor,
+                OpenAILogprobsExtractor):
         register(cls)
 
 # %% ../nbs/19_default_plugins.ipynb #fc75e667

@@ -318,6 +318,7 @@ DOCUMENTED = ['calibkit.config', 'calibkit.events', 'calibkit.metrics', 'calibki
               'calibkit.dask',
               'calibkit.extractors', 'calibkit.extractors.base', 'calibkit.extractors.taggers',
               'calibkit.extractors.coref', 'calibkit.extractors.seq2seq',
+              'calibkit.extractors.llm',
               'calibkit.models', 'calibkit.models.taggers', 'calibkit.models.coref', 'calibkit.models.seq2seq',
               ]
 
