@@ -33,7 +33,8 @@ TWO = chat([chat_token('Answer', 0.0), chat_token(': Paris', -0.02)], None, corr
 # legacy completion: " Paris" in two pieces
 LEGACY = {'id': 'cmpl-1', 'object': 'text_completion', 'created': 1700000000, 'model': 'gpt-3.5-turbo-instruct',
           'choices': [{'text': 'Answer: Paris', 'index': 0, 'finish_reason': 'stop',
-                       'logprobs': {'tokens': ['Answer', ':', ' Par', 'is'], 'token_logprobs': [-0.01, -0.02, -0.5, -0.25],
+                       'logprobs': {'tokens': ['Answer', ':', ' Par', 'is'],
+                                    'token_logprobs': [-0.01, -0.02, -0.5, -0.25],
                                     'top_logprobs': [{'Answer': -0.01}, {':': -0.02}, {' Par': -0.5, ' Lon': -1.2},
                                                      {'is': -0.25}],
                                     'text_offset': [0, 6, 7, 11]}}],
@@ -48,7 +49,8 @@ def write(tmp_path, records, name='responses.jsonl'):
 
 
 def test_reader_both_formats(tmp_path):
-    with pytest.warns(UserWarning, match=r'1 of 5 choices have no logprobs or no tokens \(e.g. .*responses.jsonl:3: choices\[1\]\)'):
+    no_logprobs = r'1 of 5 choices have no logprobs or no tokens \(e.g. .*responses.jsonl:3: choices\[1\]\)'
+    with pytest.warns(UserWarning, match=no_logprobs):
         tok, resp = read_openai_logprobs(write(tmp_path, RECORDS))
     assert resp[['line', 'choice']].values.tolist() == [[1, 0], [2, 0], [3, 0], [4, 0]]
     assert resp.text.tolist() == ['Answer: Paris', 'Answer: Lyon', 'Answer: Paris', 'Answer: Paris']
@@ -82,14 +84,16 @@ def test_span_and_normalize():
     assert ev.length.tolist() == [1, 1, 1, 2]                   # ': Paris' straddles the marker's end: it counts
     with pytest.warns(UserWarning):
         assert openai_sequence_events(RECORDS, span='Answer:', normalize='lower').correct.tolist() == [1, 0, 1, 1]
-    assert openai_sequence_events([LEGACY], span='Answer:', normalize=lambda s: s.strip().upper()).correct.tolist() == [1]
+    upper = openai_sequence_events([LEGACY], span='Answer:', normalize=lambda s: s.strip().upper())
+    assert upper.correct.tolist() == [1]
     assert openai_sequence_events([LEGACY], span='Answer:', normalize='exact').correct.tolist() == [0]
 
 
 def test_span_missing_marker_warns_with_counts():
     no = chat([chat_token('Paris', -0.1)], gold='Paris')
     end = chat([chat_token('Answer', -0.1), chat_token(':', -0.1)], gold='Paris')
-    with pytest.warns(UserWarning, match="2 of 3 responses give no events: 1 lack marker 'Answer:', 1 have nothing after it"):
+    message = "2 of 3 responses give no events: 1 lack marker 'Answer:', 1 have nothing after it"
+    with pytest.warns(UserWarning, match=message):
         ev = openai_sequence_events([no, CHAT, end], span='Answer:')
     assert ev.line.tolist() == [2]
     with pytest.raises(ValueError, match="no response has an answer after marker 'Answer:'"):
@@ -141,9 +145,11 @@ def test_malformed_lines_name_file_and_line(tmp_path, line, message):
 
 
 def test_no_logprobs_anywhere_is_an_error():
-    with pytest.raises(ValueError, match=r'1 of 1 choices have no logprobs or no tokens \(e.g. records\[0\]: choices\[0\]\): nothing to read; request logprobs=true'):
+    message = r'1 of 1 choices have no logprobs or no tokens \(e.g. records\[0\]: choices\[0\]\): nothing to read'
+    with pytest.raises(ValueError, match=message + '; request logprobs=true'):
         read_openai_logprobs([chat(None, gold='Paris')])
-    with pytest.raises(ValueError, match=r'1 of 1 responses have neither correct nor gold \(e.g. records\[0\]: choices\[0\]\)'):
+    message = r'1 of 1 responses have neither correct nor gold \(e.g. records\[0\]: choices\[0\]\)'
+    with pytest.raises(ValueError, match=message):
         openai_sequence_events([chat([chat_token('a', -1.0)])])
 
 
@@ -153,8 +159,10 @@ def test_extractor_plugin_and_records_equal_file(tmp_path):
     from_file = xt.extract(p)
     from_records = xt.extract([CHAT, EMPTY_TOP, LEGACY])
     assert from_file.equals(from_records)
-    assert from_file.conf.tolist() == pytest.approx([math.exp(-0.3), math.exp(-1.0), (math.exp(-.5) + math.exp(-.25)) / 2])
-    tok = calibkit.extractor('openai_logprobs', level='token').extract([chat([chat_token('a', -0.1)], gold_tokens=['a'])])
+    expect = [math.exp(-0.3), math.exp(-1.0), (math.exp(-.5) + math.exp(-.25)) / 2]
+    assert from_file.conf.tolist() == pytest.approx(expect, rel=1e-12)
+    one = [chat([chat_token('a', -0.1)], gold_tokens=['a'])]
+    tok = calibkit.extractor('openai_logprobs', level='token').extract(one)
     assert tok.correct.tolist() == [1]
     with pytest.raises(ValueError, match='span applies to level sequence only'):
         calibkit.extractor('openai_logprobs', level='token', span='Answer:')
@@ -172,14 +180,19 @@ def test_cli_report(tmp_path):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out['summary']['events'] == 20 and out['summary']['accuracy'] == 0.5
-    assert out['summary']['mean_conf'] == pytest.approx(np.exp([-0.05, -0.7, -0.2, -1.5]).mean(), rel=1e-12)  # span only
-    bad = write(tmp_path, [CHAT, '{"choices": [{"logprobs": {"content": [{"token": "a", "logprob": 3}]}}]}'], 'bad.jsonl')
-    r = subprocess.run([*exe, 'report', str(bad), '--extractor', 'openai_logprobs', '--json'], capture_output=True, text=True)
-    assert r.returncode == 65 and r.stderr.count('\n') == 1 and 'records[1]: choices[0]: logprob 3.0' in r.stderr, r.stderr
+    span_only = np.exp([-0.05, -0.7, -0.2, -1.5]).mean()
+    assert out['summary']['mean_conf'] == pytest.approx(span_only, rel=1e-12)
+    bad = write(tmp_path, [CHAT, '{"choices": [{"logprobs": {"content": [{"token": "a", "logprob": 3}]}}]}'],
+                'bad.jsonl')
+    r = subprocess.run([*exe, 'report', str(bad), '--extractor', 'openai_logprobs', '--json'],
+                       capture_output=True, text=True)
+    assert r.returncode == 65 and r.stderr.count('\n') == 1, r.stderr
+    assert 'records[1]: choices[0]: logprob 3.0' in r.stderr, r.stderr
 
 
 def test_blank_lines_count_in_file_line(tmp_path):
     p = tmp_path/'r.jsonl'
-    p.write_text(json.dumps(CHAT) + '\n\n' + '{"choices": [{"logprobs": {"content": [{"token": 1, "logprob": -1}]}}]}\n')
+    bad = '{"choices": [{"logprobs": {"content": [{"token": 1, "logprob": -1}]}}]}'
+    p.write_text(json.dumps(CHAT) + '\n\n' + bad + '\n')
     with pytest.raises(ValueError, match=r'r.jsonl:3: choices\[0\]: token 0 is 1, not a string'):
         read_openai_logprobs(p)

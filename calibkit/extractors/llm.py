@@ -24,11 +24,13 @@ def _chat(lp: dict, where: str):
     "Tokens and logprobs of a chat completion choice's `logprobs.content`."
     content = lp['content']
     if content is None: return [], []
-    if not isinstance(content, list): raise ValueError(f'{where}: logprobs.content must be a list, got {type(content).__name__}')
+    if not isinstance(content, list):
+        raise ValueError(f'{where}: logprobs.content must be a list, got {type(content).__name__}')
     toks, lps = [], []
     for j, t in enumerate(content):
         at = f'{where}: logprobs.content[{j}]'
-        if not isinstance(t, dict): raise ValueError(f'{at} must be an object with token and logprob, got {type(t).__name__}')
+        if not isinstance(t, dict):
+            raise ValueError(f'{at} must be an object with token and logprob, got {type(t).__name__}')
         missing = [k for k in ('token', 'logprob') if k not in t]
         if missing: raise ValueError(f'{at} lacks key(s) {missing}')
         top = t.get('top_logprobs', [])
@@ -54,7 +56,8 @@ def _choice(c, where: str):
     if not isinstance(c, dict): raise ValueError(f'{where} must be an object, got {type(c).__name__}')
     lp = c.get('logprobs')
     if lp is None: return None
-    if not isinstance(lp, dict): raise ValueError(f'{where}: logprobs must be an object or null, got {type(lp).__name__}')
+    if not isinstance(lp, dict):
+        raise ValueError(f'{where}: logprobs must be an object or null, got {type(lp).__name__}')
     if 'content' in lp: toks, lps = _chat(lp, where)
     elif 'tokens' in lp: toks, lps = _legacy(lp, where)
     else: raise ValueError(f'{where}: logprobs has neither content (chat completions) nor tokens (completions); '
@@ -74,9 +77,11 @@ def _records(source):
         yield from ((f'{source}:{lineno}', lineno, d) for lineno, d in _top_logit_records(source))
         return
     if not isinstance(source, (list, tuple)):
-        raise TypeError(f'source must be a path to a JSONL file or a list of records (dicts), got {type(source).__name__}')
+        raise TypeError(f'source must be a path to a JSONL file or a list of records (dicts), '
+                        f'got {type(source).__name__}')
     for i, d in enumerate(source):
-        if not isinstance(d, Mapping): raise TypeError(f'records[{i}] must be a dict (one response), got {type(d).__name__}')
+        if not isinstance(d, Mapping):
+            raise TypeError(f'records[{i}] must be a dict (one response), got {type(d).__name__}')
         yield f'records[{i}]', i + 1, d
 
 def _place(source: str, line: int) -> str:
@@ -117,7 +122,8 @@ def read_openai_logprobs(
             if got is None or not got[0]:
                 missing.append((line, i)); continue
             tokens.extend(got[0]); logprobs.extend(got[1])
-            rows.append((line, i, ''.join(got[0]), len(got[0]), gold, None if correct is None else correct[i], gold_tokens))
+            rows.append((line, i, ''.join(got[0]), len(got[0]), gold, None if correct is None else correct[i],
+                         gold_tokens))
     name = 'records' if isinstance(source, (list, tuple)) else str(source)
     if missing:
         msg = (f'{len(missing)} of {n} choices have no logprobs or no tokens '
@@ -125,7 +131,8 @@ def read_openai_logprobs(
         if not rows: raise ValueError(f'{msg}: nothing to read; request logprobs=true')
         warnings.warn(f'{msg}: they give no events', stacklevel=2)
     if not rows: raise ValueError(f'{name} holds no responses')
-    resp = pd.DataFrame(rows, columns=['line', 'choice', 'text', 'n_tokens', 'gold', 'correct', 'gold_tokens'], dtype=object)
+    resp = pd.DataFrame(rows, columns=['line', 'choice', 'text', 'n_tokens', 'gold', 'correct', 'gold_tokens'],
+                        dtype=object)
     resp = resp.astype({'line': np.int64, 'choice': np.int64, 'n_tokens': np.int64, 'correct': 'Int8'})
     lp = np.asarray(logprobs, np.float64)
     nt = resp['n_tokens'].to_numpy()
@@ -160,7 +167,8 @@ def answer_span(
     are dropped with a warning."""
     text = responses['text'].tolist()
     if marker is None: return tokens, responses.assign(answer=text, n_answer=responses['n_tokens'])
-    if not isinstance(marker, str) or not marker: raise ValueError(f'marker must be a non-empty string or None, got {marker!r}')
+    if not isinstance(marker, str) or not marker:
+        raise ValueError(f'marker must be a non-empty string or None, got {marker!r}')
     at = np.array([t.rfind(marker) for t in text])
     begin = np.where(at < 0, -1, at + len(marker))
     nt = responses['n_tokens'].to_numpy()
@@ -170,7 +178,8 @@ def answer_span(
     ok = (at >= 0) & (begin < np.array([len(t) for t in text]))
     if not ok.all():
         miss, empty = count_true(at < 0), count_true((at >= 0) & ~ok)
-        if not ok.any(): raise ValueError(f'no response has an answer after marker {marker!r} ({miss} lack it, {empty} end with it)')
+        if not ok.any():
+            raise ValueError(f'no response has an answer after marker {marker!r} ({miss} lack it, {empty} end with it)')
         warnings.warn(f'{count_true(~ok)} of {len(ok)} responses give no events: {miss} lack marker {marker!r}, '
                       f'{empty} have nothing after it', stacklevel=2)
     n_answer = np.bincount(np.repeat(np.arange(len(nt)), nt)[keep], minlength=len(nt))
@@ -206,7 +215,8 @@ def openai_sequence_events(
         sub = ~has
         correct[sub] = exact_match(resp['answer'][sub].tolist(), resp['gold'][sub].tolist(), normalize=norm)
     item = np.repeat(np.arange(len(resp)), resp['n_answer'].to_numpy())
-    ev = sequence_events(pd.DataFrame({'item': item, 'conf': np.exp(tok['logprob'].to_numpy())}), correct=correct, how=how)
+    steps = pd.DataFrame({'item': item, 'conf': np.exp(tok['logprob'].to_numpy())})
+    ev = sequence_events(steps, correct=correct, how=how)
     ev.insert(1, 'line', resp['line'].to_numpy()); ev.insert(2, 'choice', resp['choice'].to_numpy())
     ev.insert(3, 'answer', resp['answer'].to_numpy())
     ev.attrs.update(resp.attrs, how=how)
@@ -219,14 +229,16 @@ def openai_token_events(
     tol: float = 1e-4,  # how far above 0 a logprob may be (rounding)
 ) -> pd.DataFrame:  # events `item`, `line`, `choice`, `pos`, `label`, `gold`, `conf`, `correct`, `kind`: one per token
     """One event per generated token of the responses with `gold_tokens`: `conf` = exp(logprob), `correct` = 1 iff
-    the token equals the gold token at its position (past the gold's end: 0); responses without are dropped with a warning."""
+    the token equals the gold token at its position (past the gold's end: 0); responses without are dropped with a
+    warning."""
     tok, resp = read_openai_logprobs(source, tol=tol)
     has = resp['gold_tokens'].notna().to_numpy()
     if not has.any(): raise ValueError(f'none of the {len(resp)} responses has gold_tokens: token events need them')
     if not has.all():
         r = resp[~has].iloc[0]
         warnings.warn(f'{count_true(~has)} of {len(resp)} responses have no gold_tokens (e.g. '
-                      f'{_place(resp.attrs["source"], r.line)}: choices[{r.choice}]): they give no token events', stacklevel=2)
+                      f'{_place(resp.attrs["source"], r.line)}: choices[{r.choice}]): they give no token events',
+                      stacklevel=2)
     nt = resp['n_tokens'].to_numpy()
     tok, resp = tok[np.repeat(has, nt)].reset_index(drop=True), resp[has].reset_index(drop=True)
     nt = nt[has]
@@ -245,9 +257,9 @@ def openai_token_events(
 class OpenAILogprobsExtractor(Extractor):
     "Sequence or token events from generation log-probabilities in OpenAI-compatible JSON (chat or legacy completions)."
     name = 'openai_logprobs'
-    description = ('LLM generations with logprobs in OpenAI-compatible JSON (chat or legacy completions), one response '
-                   'per JSONL line → sequence events (min/mean/prod of token probabilities; exact match with gold, or '
-                   'correct) or token events (against gold_tokens)')
+    description = ('LLM generations with logprobs in OpenAI-compatible JSON (chat or legacy completions), one '
+                   'response per JSONL line → sequence events (min/mean/prod of token probabilities; exact match '
+                   'with gold, or correct) or token events (against gold_tokens)')
     reads = {'choices': 'per JSONL record: the choices, each with logprobs (chat: content; completions: tokens, '
                         'token_logprobs)'}
     reads_optional = {'gold': 'the answer text (level sequence)', 'correct': '0/1, or one per choice (level sequence)',
@@ -259,7 +271,8 @@ class OpenAILogprobsExtractor(Extractor):
                  span: str | None = None,  # level sequence: only the tokens after this marker (e.g. 'Answer:') count
                  normalize: str = 'strip',  # level sequence, before the exact match: 'exact', 'strip' or 'lower'
                 ):
-        self.level, self.how = check_choice('level', level, ('sequence', 'token')), check_choice('how', how, ('min', 'mean', 'prod'))
+        self.level = check_choice('level', level, ('sequence', 'token'))
+        self.how = check_choice('how', how, ('min', 'mean', 'prod'))
         if level == 'token' and span is not None: raise ValueError('span applies to level sequence only')
         if span is not None and (not isinstance(span, str) or not span):
             raise ValueError(f'span must be a non-empty marker string or None, got {span!r}')
