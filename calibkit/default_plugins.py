@@ -13,13 +13,15 @@ __all__ = ['register_extractors', 'register_groupers', 'register_recalibrators']
 from .extractors.taggers import SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor
 from .extractors.seq2seq import Seq2SeqExtractor
 from .extractors.coref import CorefMCExtractor
+from .extractors.llm import OpenAILogprobsExtractor
 
 @hookimpl
 def register_extractors(
     register,  # the registry's callback: `register(cls)` adds one extractor class
 ) -> None:
     "Register calibkit's built-in extractors (the `register_extractors` hook)."
-    for cls in (SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor, Seq2SeqExtractor, CorefMCExtractor):
+    for cls in (SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor, Seq2SeqExtractor, CorefMCExtractor,
+                OpenAILogprobsExtractor):
         register(cls)
 
 # %% ../nbs/19_default_plugins.ipynb #fc75e667

@@ -338,6 +338,7 @@ DOCUMENTED = ['calibkit.config', 'calibkit.events', 'calibkit.metrics', 'calibki
               'calibkit.dask', 'calibkit.conformal',
               'calibkit.extractors', 'calibkit.extractors.base', 'calibkit.extractors.taggers',
               'calibkit.extractors.coref', 'calibkit.extractors.seq2seq',
+              'calibkit.extractors.llm',
               'calibkit.models', 'calibkit.models.taggers', 'calibkit.models.coref', 'calibkit.models.seq2seq',
               'calibkit.binning', 'calibkit.groupers', 'calibkit.recalibrators', 'calibkit.multiclass',
               'calibkit.plugins', 'calibkit.inputs', 'calibkit.outdir', 'calibkit.default_plugins', 'calibkit.sparse',

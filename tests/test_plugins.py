@@ -84,7 +84,8 @@ def test_builtins_are_listed_with_their_distribution():
     assert sorted(mine.name) == ['beta', 'by_subtag', 'histogram', 'isotonic', 'per_class', 'platt', 'scaling_binning', 'scaling_binning_kls', 'shared', 'tfg']
     assert set(t.distribution) == {'calibkit'}                       # installed plugins are not loaded in tests
     assert set(t.version) == {importlib.metadata.version('calibkit')}
-    assert sorted(t.name[t.kind == 'extractor']) == ['coref_mc', 'crf_marginals', 'crfsuite', 'seq2seq', 'softmax']
+    assert sorted(t.name[t.kind == 'extractor']) == ['coref_mc', 'crf_marginals', 'crfsuite', 'openai_logprobs', 'seq2seq',
+                                                   'softmax']
     assert t.description.map(lambda d: bool(d) and '\n' not in d).all()
     assert t.groupby('kind').name.apply(lambda s: s.is_unique).all()
 
