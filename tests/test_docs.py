@@ -332,26 +332,7 @@ def test_search_finds_a_function_by_its_name_first_with_matching_text(site, chro
 
 
 # ---- docments --------------------------------------------------------------------------------------------
-# modules whose every public parameter is documented nbdev's way (a comment after it in the signature); the
-# others are listed by `undocumented` (add a module here once it has none)
-DOCUMENTED = ['calibkit.config', 'calibkit.events', 'calibkit.metrics', 'calibkit.diagnostics', 'calibkit.studies',
-              'calibkit.dask', 'calibkit.conformal',
-              'calibkit.extractors', 'calibkit.extractors.base', 'calibkit.extractors.taggers',
-              'calibkit.extractors.coref', 'calibkit.extractors.seq2seq',
-              'calibkit.extractors.llm',
-              'calibkit.models', 'calibkit.models.taggers', 'calibkit.models.coref', 'calibkit.models.seq2seq',
-              'calibkit.binning', 'calibkit.groupers', 'calibkit.recalibrators', 'calibkit.multiclass',
-              'calibkit.plugins', 'calibkit.inputs', 'calibkit.outdir', 'calibkit.default_plugins', 'calibkit.sparse',
-              'calibkit.demos',
-              'calibkit.datasets',
-              'calibkit.datasets.conll',
-              'calibkit.datasets.coref',
-              'calibkit.datasets.ud',
-              'calibkit.tutorials',
-              'calibkit.charts',
-              'calibkit.report',
-              'calibkit.cli',
-              ]
+# every module's public parameters are documented nbdev's way (a comment after each in the signature)
 
 
 def undocumented(module: str) -> list[str]:
@@ -380,7 +361,7 @@ def undocumented(module: str) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize('module', DOCUMENTED)
+@pytest.mark.parametrize('module', package_modules())
 def test_every_public_parameter_is_documented(module):
     if module == 'calibkit.dask': pytest.importorskip('dask')
     if module == 'calibkit.models.seq2seq':
