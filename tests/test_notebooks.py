@@ -57,6 +57,15 @@ def test_notebook_is_committed_executed_small_and_offline(path):
     assert nbcheck.static_problems(path) == []
 
 
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=lambda p: p.name)
+def test_no_warning_from_another_package_in_the_outputs(path):
+    "A reader sees calibkit's warnings, each explained where it appears, never another package's (an environment's noise)."
+    for i, c in enumerate(cells(path)):
+        for o in c.get('outputs', []):
+            text = ''.join(o.get('text', '')) if o.get('name') == 'stderr' else ''
+            assert '<site-packages>' not in text and 'site-packages/' not in text, f'{path.name} cell {i}: {text[:200]}'
+
+
 def nb(*code_cells):
     return {'cells': [{'cell_type': 'code', 'id': f'c{i}', 'metadata': {}, 'source': src, 'outputs': outs, 'execution_count': None}
                       for i, (src, outs) in enumerate(code_cells)], 'metadata': {}, 'nbformat': 4, 'nbformat_minor': 5}
