@@ -10,7 +10,8 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
-from .events import check_choice, check_conf, check_int, check_gold, check_scores, column_groups, count_true, numeric_array
+from .events import (check_choice, check_conf, check_int, check_gold, check_scores, column_groups, count_true,
+                             numeric_array)
 
 # %% auto #0
 __all__ = ['PROB_ROW_TOL', 'input_kind', 'as_logits', 'nll', 'softmax_rows', 'nll_grad', 'TemperatureScaling', 'VectorScaling']
@@ -110,7 +111,7 @@ class TemperatureScaling(_Scaling):
     "Temperature scaling (Guo et al. 2017, §4.2) of logits or probabilities, fitted by minimising dev NLL; optionally one temperature per group of labels."
     def __init__(self,
                  input: str = 'auto',  # 'auto' (probabilities detected), 'logits' or 'probs'
-                 groups=None,          # a group per column (array of K) or a mapping column -> group (dict or Series), or None
+                 groups=None,          # a group per column (array of K), a mapping column -> group, or None
                  max_iter: int = 200,  # L-BFGS iterations at most
                 ):
         self.input, self.groups, self.max_iter = input, groups, max_iter

@@ -36,7 +36,8 @@ def test_extractor_names_a_bad_record_by_file_and_line(tmp_path):
     "An extractor over JSONL records says records[i]; the command line names file:line (blank lines counted)."
     p = tmp_path/'steps.jsonl'
     good = {'top_logits': [[2.0, 0.5]], 'top_logit_idxs': [[0, 1]], 'labels': [0]}
-    p.write_text(json.dumps(good) + '\n\n' + json.dumps({'top_logits': [[1.0, 0.5]], 'top_logit_idxs': [[0, 1]]}) + '\n')
+    no_labels = {'top_logits': [[1.0, 0.5]], 'top_logit_idxs': [[0, 1]]}
+    p.write_text(json.dumps(good) + '\n\n' + json.dumps(no_labels) + '\n')
     msg = one_line(calibkit('report', p, '--extractor', 'seq2seq', '--json'), 65)
     assert msg == f"{p}:3 lacks key(s) ['labels']", msg
 
