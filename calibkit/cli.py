@@ -120,12 +120,18 @@ def load_input(path,  # an events file, score matrix, .logits file, or raw outpu
                *, extractor=None,  # an extractor instance run over a raw output
                ) -> 'pd.DataFrame':
     "Events from an events file, an `.npz` score matrix, a calibration_metric `.logits` file, or an `extractor` over a raw output."
-    from calibkit.inputs import InputError, read_events, read_scores
+    from calibkit.inputs import InputError, read_events, read_scores, read_text, record_lines
     from calibkit.inputs import NoInputError, check_file, show_path
     try: path = check_file(path)
     except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
     suffix = path.suffix.lower()
-    if extractor is not None: ev = extractor.extract(raw_output(path))
+    if extractor is not None:
+        try: ev = extractor.extract(raw_output(path))
+        except (ValueError, TypeError) as e:                 # a bad record, named records[i]: name its file:line
+            if isinstance(e, InputError) or suffix == '.npz': raise
+            msg = record_lines(first_line(e), path, read_text(path))
+            if msg == first_line(e): raise
+            raise InputError(msg) from None
     elif suffix in ('.npz', '.npy'): return read_scores(path, threshold=default('threshold', threshold))
     elif suffix == '.logits' or (suffix in ('.jsonl', '.json') and _is_top_logits(path)):
         from calibkit.extractors.seq2seq import read_calibration_metric_logits

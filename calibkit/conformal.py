@@ -5,37 +5,21 @@
 # %% ../nbs/07_conformal.ipynb #89e6ac0f
 from __future__ import annotations
 import math, warnings
-from collections.abc import Mapping
 import numpy as np, pandas as pd
-from .events import (check_choice, check_conf, check_float, check_gold, check_scores, count_true, group_ids,
-                             numeric_array)
+from .events import (check_choice, check_float, check_gold, check_probs, check_scores, column_groups,
+                             count_true, numeric_array)
 
 # %% auto #0
-__all__ = ['METHODS', 'ROW_SUM_TOL', 'check_probs', 'label_scores', 'conformal_scores', 'conformal_quantile', 'column_groups',
-           'ConformalSets', 'set_summary']
+__all__ = ['METHODS', 'label_scores', 'conformal_scores', 'conformal_quantile', 'ConformalSets', 'set_summary']
 
 # %% ../nbs/07_conformal.ipynb #4f0a1621
 METHODS = ('lac', 'aps')   # the nonconformity scores `conformal_scores` knows
-ROW_SUM_TOL = 1e-3         # |row sum − 1| a score matrix may show and still count as probabilities
-
-def check_probs(
-    scores,  # n×K probability matrix (rows sum to 1)
-    name: str = 'scores',  # the argument's name, for the error message
-) -> np.ndarray:
-    "A validated n×K probability matrix as float64: values in [0, 1], rows summing to 1 within `ROW_SUM_TOL`."
-    p = check_conf(scores, name, ndim=2).astype(np.float64, copy=False)
-    sums = p.sum(axis=1)
-    off = count_true(np.abs(sums - 1) > ROW_SUM_TOL)
-    if off:
-        raise ValueError(f'{name}: {off} of {len(p)} rows do not sum to 1 (sums {sums.min():.4g} to {sums.max():.4g}): '
-                         'conformal sets need a probability matrix (softmax the logits first)')
-    return p
-
 def label_scores(
     p: np.ndarray,  # a validated n×K probability matrix (`check_probs`)
     method: str,  # 'lac' or 'aps'
 ) -> np.ndarray:
-    "The n×K nonconformity of every label of every row: LAC 1 − p; APS the mass of the labels ranked at or above it."
+    "The n×K nonconformity (float64) of every label of every row: LAC 1 − p; APS the mass ranked at or above it."
+    p = p.astype(np.float64, copy=False)
     if method == 'lac': return 1 - p
     order = np.argsort(-p, axis=1, kind='stable')             # descending; ties: the lower column first
     out = np.empty_like(p)
@@ -68,25 +52,6 @@ def conformal_quantile(
     n = len(s)
     k = math.ceil(round((n + 1) * (1 - alpha), 9))          # the rounding keeps (9+1)·0.9 at 9, not 9.000000000000002
     return float(np.partition(s, k - 1)[k - 1]) if k <= n else math.inf
-
-# %% ../nbs/07_conformal.ipynb #9652f2a1
-def column_groups(
-    groups,  # None (one group), a mapping label -> group (dict or Series), or one group per column
-    k: int,  # the number of columns (labels)
-    labels=None,  # the K label names in column order (default: 0..K-1)
-) -> tuple[np.ndarray, pd.Index]:
-    "The group position (0..G−1) of each of the `k` columns, and the sorted group names (`'all'` without `groups`)."
-    if labels is not None and len(labels) != k:
-        raise ValueError(f'labels has {len(labels)} names but there are {k} columns')
-    if groups is None: return np.zeros(k, np.intp), pd.Index(['all'], name='group')
-    cols = pd.Index(range(k) if labels is None else labels)
-    if not isinstance(groups, (Mapping, pd.Series)):
-        if isinstance(groups, (str, bytes)) or np.ndim(groups) != 1 or len(groups) != k:
-            raise TypeError(f'groups must map label -> group (a dict or Series) or give one group per column ({k}), '
-                            f'got {type(groups).__name__}')
-        groups = pd.Series(np.asarray(groups, dtype=object), index=cols)
-    gid, index = group_ids(pd.Series(cols), groups)
-    return gid.astype(np.intp), pd.Index(index, name='group')
 
 # %% ../nbs/07_conformal.ipynb #0399d0b0
 class ConformalSets:

@@ -12,7 +12,7 @@ from .config import default
 # %% auto #0
 __all__ = ['is_dask', 'numeric_array', 'count_true', 'check_int', 'check_float', 'check_choice', 'check_bool', 'check_conf',
            'check_correct', 'as_frame', 'as_pairs', 'events', 'check_gold', 'check_scores', 'label_column',
-           'events_from_scores', 'top_label_events', 'group_map', 'group_ids']
+           'check_probs', 'events_from_scores', 'top_label_events', 'group_map', 'group_ids', 'column_groups']
 
 # %% ../nbs/01_events.ipynb #3bca7657
 def is_dask(
@@ -250,6 +250,22 @@ def label_column(
 
 def _index_dtype(top: int): return np.int32 if top < 2**31 else np.int64
 
+# %% ../nbs/01_events.ipynb #df8f2869
+def check_probs(
+    scores,  # n×K probability matrix: values in [0, 1], every row summing to 1
+    name: str = 'scores',  # the argument's name, for the error message
+    atol: float = 1e-5,  # how far a row's sum may be from 1 (loose enough for float32 outputs)
+) -> np.ndarray:  # `scores` as a validated array (its float dtype kept)
+    "Validate an n×K probability matrix: values in [0, 1] (`check_conf`), every row summing to 1 within `atol`."
+    atol = check_float('atol', atol, 0)
+    s = check_conf(scores, name, ndim=2)
+    dev = np.abs(s.sum(axis=1, dtype=np.float64) - 1)
+    bad = count_true(dev > atol)
+    if bad:
+        raise ValueError(f'{name}: {bad} of {len(s)} rows do not sum to 1 (largest deviation {dev.max():.3g}, '
+                         f'tolerance {atol:g}); unnormalised scores such as logits need a softmax first')
+    return s
+
 # %% ../nbs/01_events.ipynb #5ba738da
 def events_from_scores(
     scores,  # n×K score matrix (probabilities; a frame's columns are the labels)
@@ -320,6 +336,31 @@ def group_ids(
         raise ValueError(f'groups: {int(np.count_nonzero(ug < 0))} label(s) of the events have no group, '
                          f'e.g. {list(uniques[ug < 0][:5])}; {int(np.count_nonzero(gid < 0))} events affected')
     return gid, index
+
+# %% ../nbs/01_events.ipynb #a5c7b6e9
+def column_groups(
+    groups,  # None (one group, 'all'), a mapping label -> group (dict or Series), or one group per column
+    k: int,  # the number of columns (labels)
+    labels=None,  # the K label names in column order (default: 0..K-1)
+) -> tuple[np.ndarray, pd.Index]:  # each column's group position (0..G−1), and the sorted group names
+    "The group position (0..G−1) of each of the `k` columns, and the sorted group names (`'all'` without `groups`)."
+    if labels is not None and len(labels) != k:
+        raise ValueError(f'labels has {len(labels)} names but there are {k} columns')
+    if groups is None: return np.zeros(k, np.intp), pd.Index(['all'], name='group')
+    cols = pd.Index(range(k) if labels is None else labels)
+    if not isinstance(groups, (Mapping, pd.Series)):
+        if isinstance(groups, (str, bytes)) or np.ndim(groups) != 1:
+            raise TypeError(f'groups must map label -> group (a dict or Series) or give one group per column ({k}), '
+                            f'got {type(groups).__name__}')
+        if len(groups) != k: raise ValueError(f'groups has {len(groups)} labels but there are {k} columns')
+        groups = pd.Series(np.asarray(groups, dtype=object), index=cols)
+    mapping = group_map(groups)
+    na = count_true(mapping.isna().to_numpy())
+    if na: raise ValueError(f'groups: {na} of {len(mapping)} groups are missing (None or NaN)')
+    gid, index = group_ids(pd.Series(cols), mapping, strict=False)
+    if (gid < 0).any():
+        raise ValueError(f'groups: {count_true(gid < 0)} of {k} columns have no group, e.g. {list(cols[gid < 0][:5])}')
+    return gid.astype(np.intp), pd.Index(index, name='group')
 
 # %% ../nbs/01_events.ipynb #f60ebc04
 from .config import public_dir

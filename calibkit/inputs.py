@@ -4,7 +4,7 @@
 
 # %% ../nbs/61_inputs.ipynb #190e6fb4
 from __future__ import annotations
-import csv, io, json, stat, warnings, zipfile
+import csv, io, json, re, stat, warnings, zipfile
 from pathlib import Path
 import numpy as np, pandas as pd
 from .config import require
@@ -12,7 +12,7 @@ from .events import events_from_scores
 
 # %% auto #0
 __all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'InputError', 'NoInputError', 'show_path', 'check_file', 'read_text',
-           'jsonl_records', 'read_events', 'read_npz', 'read_scores', 'read_counts']
+           'jsonl_records', 'read_events', 'record_lines', 'read_npz', 'read_scores', 'read_counts']
 
 # %% ../nbs/61_inputs.ipynb #1010555a
 class InputError(ValueError):
@@ -248,6 +248,16 @@ def read_events(
     except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as e:
         raise InputError(f'{show_path(path)}: cannot read as {kind}: {str(e).strip().splitlines()[0]}') from None
     return _check_frame(df, path, kind)
+
+# %% ../nbs/61_inputs.ipynb #2d248972
+def record_lines(message: str,  # an error message that may name records as `records[i]`
+                 path: Path,  # the JSON Lines file the records were read from (`jsonl_records`)
+                 text: str,  # the file's text
+                 ) -> str:  # `message` with every `records[i]` named as `file:line`
+    "An error message about the records of `jsonl_records(path, text)` with `records[i]` named as `file:line`."
+    lines = [i for i, line in enumerate(text.split('\n'), 1) if line.strip()]   # the line of each record
+    return re.sub(r'records\[(\d+)\]', lambda m: f'{show_path(path)}:{lines[int(m[1])]}' if int(m[1]) < len(lines)
+                  else m[0], message)
 
 # %% ../nbs/61_inputs.ipynb #5365367b
 def read_npz(

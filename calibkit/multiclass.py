@@ -5,17 +5,16 @@
 # %% ../nbs/31_multiclass.ipynb #3100822b
 from __future__ import annotations
 import warnings
-from typing import Mapping
 import numpy as np, pandas as pd
 from scipy.optimize import minimize
 from scipy.special import log_softmax
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
-from .events import check_choice, check_conf, check_int, check_gold, check_scores, count_true, numeric_array
+from .events import (check_choice, check_conf, check_int, check_gold, check_scores, column_groups, count_true,
+                             numeric_array)
 
 # %% auto #0
-__all__ = ['PROB_ROW_TOL', 'input_kind', 'as_logits', 'nll', 'softmax_rows', 'nll_grad', 'column_groups', 'TemperatureScaling',
-           'VectorScaling']
+__all__ = ['PROB_ROW_TOL', 'input_kind', 'as_logits', 'nll', 'softmax_rows', 'nll_grad', 'TemperatureScaling', 'VectorScaling']
 
 # %% ../nbs/31_multiclass.ipynb #4bb77853
 PROB_ROW_TOL = 1e-3         # |row sum - 1| within which input='auto' reads a [0, 1] matrix as probabilities
@@ -92,23 +91,6 @@ def nll_grad(
     gb = (P.sum(axis=0) - np.bincount(gold, minlength=k)) / n
     return float(loss), gw, gb
 
-# %% ../nbs/31_multiclass.ipynb #b7509a52
-def column_groups(
-    groups,  # None (one group), k group labels (array or Series), or a mapping column -> group label
-    k: int,  # number of columns
-) -> tuple[np.ndarray, np.ndarray]:  # each column's group position (0..G−1) and the sorted group labels
-    "The group position (0..G-1) of each of `k` columns and the sorted group labels, from None, an array of k labels or a mapping."
-    if groups is None: return np.zeros(k, np.intp), np.array([1])
-    if isinstance(groups, Mapping):
-        missing = sorted(set(range(k)) - set(groups))
-        if missing: raise ValueError(f'groups has no group for column(s) {missing[:5]} (it must cover all {k} columns)')
-        groups = [groups[j] for j in range(k)]
-    g = pd.Series(np.asarray(groups, dtype=object) if not isinstance(groups, pd.Series) else groups.to_numpy())
-    if len(g) != k: raise ValueError(f'groups has {len(g)} labels but X has {k} columns')
-    if g.isna().any(): raise ValueError(f'groups: {int(g.isna().sum())} of {k} labels are missing')
-    codes, labels = pd.factorize(g, sort=True)
-    return codes.astype(np.intp), np.asarray(labels)
-
 # %% ../nbs/31_multiclass.ipynb #6fd8e387
 class _Scaling(BaseEstimator):
     "What both scalings share: `transform` = row softmax of the fitted `scale` of the logits."
@@ -129,7 +111,7 @@ class TemperatureScaling(_Scaling):
     "Temperature scaling (Guo et al. 2017, §4.2) of logits or probabilities, fitted by minimising dev NLL; optionally one temperature per group of labels."
     def __init__(self,
                  input: str = 'auto',  # 'auto' (probabilities detected), 'logits' or 'probs'
-                 groups=None,          # a group label per column (array of K or mapping column -> label), or None
+                 groups=None,          # a group per column (array of K), a mapping column -> group, or None
                  max_iter: int = 200,  # L-BFGS iterations at most
                 ):
         self.input, self.groups, self.max_iter = input, groups, max_iter

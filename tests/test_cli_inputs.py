@@ -31,6 +31,16 @@ def test_row_with_extra_fields_is_an_error_with_its_line(tmp_path):
     assert one_line(calibkit('report', p, '--json'), 65).startswith(f'{p}: line 2: 3 fields, but the header names 2')
 
 
+
+def test_extractor_names_a_bad_record_by_file_and_line(tmp_path):
+    "An extractor over JSONL records says records[i]; the command line names file:line (blank lines counted)."
+    p = tmp_path/'steps.jsonl'
+    good = {'top_logits': [[2.0, 0.5]], 'top_logit_idxs': [[0, 1]], 'labels': [0]}
+    no_labels = {'top_logits': [[1.0, 0.5]], 'top_logit_idxs': [[0, 1]]}
+    p.write_text(json.dumps(good) + '\n\n' + json.dumps(no_labels) + '\n')
+    msg = one_line(calibkit('report', p, '--extractor', 'seq2seq', '--json'), 65)
+    assert msg == f"{p}:3 lacks key(s) ['labels']", msg
+
 @pytest.mark.parametrize('text, line', [('conf,correct\n0.5,1\n\n\nbad,0\n', 5), ('conf,correct,l\n0.5,1,"a\nb"\nbad,0,x\n', 4)])
 def test_true_line_at_the_command_line(tmp_path, text, line):
     p = tmp_path/'e.csv'

@@ -182,12 +182,12 @@ def test_cli_report(tmp_path):
     assert out['summary']['events'] == 20 and out['summary']['accuracy'] == 0.5
     span_only = np.exp([-0.05, -0.7, -0.2, -1.5]).mean()
     assert out['summary']['mean_conf'] == pytest.approx(span_only, rel=1e-12)
-    bad = write(tmp_path, [CHAT, '{"choices": [{"logprobs": {"content": [{"token": "a", "logprob": 3}]}}]}'],
-                'bad.jsonl')
+    bad = write(tmp_path, [CHAT, '', '{"choices": [{"logprobs": {"content": [{"token": "a", "logprob": 3}]}}]}'],
+                'bad.jsonl')                                       # a blank line: the bad record is on line 3
     r = subprocess.run([*exe, 'report', str(bad), '--extractor', 'openai_logprobs', '--json'],
                        capture_output=True, text=True)
     assert r.returncode == 65 and r.stderr.count('\n') == 1, r.stderr
-    assert 'records[1]: choices[0]: logprob 3.0' in r.stderr, r.stderr
+    assert f'{bad}:3: choices[0]: logprob 3.0' in r.stderr and 'records[' not in r.stderr, r.stderr
 
 
 def test_blank_lines_count_in_file_line(tmp_path):

@@ -154,7 +154,8 @@ def test_bad_input():
     with pytest.raises(ValueError, match='gold has 99 values'): TemperatureScaling().fit(Z, y[:-1])
     with pytest.raises(ValueError, match='outside \\[0, 1\\]'): TemperatureScaling(input='probs').fit(Z, y)
     with pytest.raises(ValueError, match='groups has 2 labels'): TemperatureScaling(groups=[1, 2]).fit(Z, y)
-    with pytest.raises(ValueError, match='no group for column'): TemperatureScaling(groups={0: 1, 1: 1}).fit(Z, y)
+    with pytest.raises(ValueError, match=r'1 of 3 columns have no group, e.g. \[2\]'):
+        TemperatureScaling(groups={0: 1, 1: 1}).fit(Z, y)
     with pytest.raises(ValueError, match='missing'): TemperatureScaling(groups=[1, None, 2]).fit(Z, y)
     ts = TemperatureScaling().fit(Z, y)
     with pytest.raises(ValueError, match='fitted on 3'): ts.transform(Z[:, :2])

@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import Mapping
 import numpy as np, pandas as pd
 from ..config import default
-from ..events import count_true, label_column, numeric_array, check_conf, check_scores, events_from_scores, top_label_events
+from ..events import (count_true, label_column, numeric_array, check_conf, check_probs, check_scores,
+                             events_from_scores, top_label_events)
 from .base import Extractor
 
 # %% auto #0
-__all__ = ['EVENT_KINDS', 'softmax', 'check_probs', 'forward_backward', 'crf_marginals', 'from_crfsuite', 'query_events',
-           'tagger_events', 'TaggerExtractor', 'SoftmaxExtractor', 'CRFMarginalsExtractor', 'CRFSuiteExtractor']
+__all__ = ['EVENT_KINDS', 'softmax', 'forward_backward', 'crf_marginals', 'from_crfsuite', 'query_events', 'tagger_events',
+           'TaggerExtractor', 'SoftmaxExtractor', 'CRFMarginalsExtractor', 'CRFSuiteExtractor']
 
 # %% ../../nbs/11_extract_taggers.ipynb #556651da
 def _finite(x, name: str, ndim: int) -> np.ndarray:
@@ -33,19 +34,6 @@ def softmax(
     e = np.exp(z - z.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 
-def check_probs(
-    scores,  # n×K matrix of probability rows, one per token
-    name: str = 'scores',  # the argument's name in error messages
-    atol: float = 1e-5,  # how far a row's sum may be from 1 (loose enough for float32 outputs)
-) -> np.ndarray:  # `scores` as a validated array
-    "Validate an n×K matrix of probability rows: values in [0, 1], every row summing to 1 within `atol`."
-    s = check_conf(scores, name, ndim=2)
-    dev = np.abs(s.sum(axis=1, dtype=np.float64) - 1)
-    bad = dev > atol
-    if bad.any():
-        raise ValueError(f'{name}: {count_true(bad)} of {len(s)} rows do not sum to 1 (largest deviation {dev.max():.3g}, '
-                         f'tolerance {atol:g}); unnormalised scores such as logits need a softmax first')
-    return s
 
 # %% ../../nbs/11_extract_taggers.ipynb #643e3234
 def _lse(x: np.ndarray, axis: int) -> np.ndarray:
