@@ -57,7 +57,7 @@ def tie_runs(
     "Runs of equal values in sorted `cs` (neighbours less than `tol` apart joined, when tol > 0): each run's first value (float64), its event count and outcome sum (float64)."
     gap = np.diff(cs)
     cut = gap >= tol if tol > 0 else gap != 0
-    if cut.all():                                            # every run one event (continuous scores): no gather, no reduceat
+    if cut.all():                            # every run one event (continuous scores): no gather, no reduceat
         return cs.astype(np.float64), np.ones(len(cs), np.intp), ys.astype(np.float64)
     first = np.flatnonzero(np.r_[True, cut])
     return cs[first].astype(np.float64), np.diff(np.r_[first, len(cs)]), np.add.reduceat(ys, first, dtype=np.float64)
@@ -65,7 +65,7 @@ def tie_runs(
 # %% ../nbs/02_binning.ipynb #6d3c4fe5
 @dataclass(frozen=True, eq=False)
 class SortedEvents:
-    "Validated events sorted once by confidence (`sort_pairs`); their runs of equal confidences found once, when first asked."
+    "Validated events sorted once by confidence (`sort_pairs`); their runs of equal confidences found once, if asked."
     cs: np.ndarray  # confidences sorted ascending
     ys: np.ndarray  # their 0/1 outcomes (uint8), equal confidences ordered by outcome
 
@@ -78,7 +78,7 @@ def sorted_events(
     conf,  # confidences in [0, 1], an events frame with columns `conf` and `correct`, or a `SortedEvents`
     correct=None,  # outcomes 0/1 (None when `conf` is an events frame or a `SortedEvents`)
 ) -> SortedEvents:  # the events sorted by confidence (`conf` itself when it is a `SortedEvents`)
-    "The events validated (`as_pairs`) and sorted once, to share among functions that each need them sorted; a `SortedEvents` as is."
+    "The events validated (`as_pairs`) and sorted once, for functions needing them sorted; a `SortedEvents` as is."
     if isinstance(conf, SortedEvents):
         if correct is not None: raise ValueError('conf is a SortedEvents (it holds the outcomes): correct must be None')
         return conf
