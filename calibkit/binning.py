@@ -5,6 +5,7 @@
 # %% ../nbs/02_binning.ipynb #4657bfe4
 from __future__ import annotations
 from dataclasses import dataclass
+from functools import cached_property
 from statistics import NormalDist
 import numpy as np, pandas as pd
 from .config import default
@@ -12,9 +13,10 @@ from .events import as_pairs, check_choice, check_float, check_int
 
 # %% auto #0
 __all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'DING_Z', 'BINNINGS', 'sort_pairs', 'keep_ties', 'tie_runs',
-           'bin_starts', 'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats', 'stats_from_sorted', 'equal_mass_stats',
-           'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats', 'z_value', 'bin_table', 'equal_mass_bins',
-           'fixed_width_bins', 'ding_sizes', 'adaptive_stats', 'bin_stats', 'group_bins']
+           'SortedEvents', 'sorted_events', 'bin_starts', 'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats',
+           'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats',
+           'z_value', 'bin_table', 'equal_mass_bins', 'fixed_width_bins', 'ding_sizes', 'adaptive_stats', 'bin_stats',
+           'group_bins']
 
 # %% ../nbs/02_binning.ipynb #3aeb1f33
 def sort_pairs(
@@ -54,8 +56,33 @@ def tie_runs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # per run: first value, event count, outcome sum
     "Runs of equal values in sorted `cs` (neighbours less than `tol` apart joined, when tol > 0): each run's first value (float64), its event count and outcome sum (float64)."
     gap = np.diff(cs)
-    first = np.flatnonzero(np.r_[True, gap >= tol if tol > 0 else gap != 0])
+    cut = gap >= tol if tol > 0 else gap != 0
+    if cut.all():                            # every run one event (continuous scores): no gather, no reduceat
+        return cs.astype(np.float64), np.ones(len(cs), np.intp), ys.astype(np.float64)
+    first = np.flatnonzero(np.r_[True, cut])
     return cs[first].astype(np.float64), np.diff(np.r_[first, len(cs)]), np.add.reduceat(ys, first, dtype=np.float64)
+
+# %% ../nbs/02_binning.ipynb #6d3c4fe5
+@dataclass(frozen=True, eq=False)
+class SortedEvents:
+    "Validated events sorted once by confidence (`sort_pairs`); their runs of equal confidences found once, if asked."
+    cs: np.ndarray  # confidences sorted ascending
+    ys: np.ndarray  # their 0/1 outcomes (uint8), equal confidences ordered by outcome
+
+    @cached_property
+    def runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        "`tie_runs(cs, ys)`: each run of equal confidences' value, event count and outcome sum."
+        return tie_runs(self.cs, self.ys)
+
+def sorted_events(
+    conf,  # confidences in [0, 1], an events frame with columns `conf` and `correct`, or a `SortedEvents`
+    correct=None,  # outcomes 0/1 (None when `conf` is an events frame or a `SortedEvents`)
+) -> SortedEvents:  # the events sorted by confidence (`conf` itself when it is a `SortedEvents`)
+    "The events validated (`as_pairs`) and sorted once, for functions needing them sorted; a `SortedEvents` as is."
+    if isinstance(conf, SortedEvents):
+        if correct is not None: raise ValueError('conf is a SortedEvents (it holds the outcomes): correct must be None')
+        return conf
+    return SortedEvents(*sort_pairs(*as_pairs(conf, correct)))
 
 # %% ../nbs/02_binning.ipynb #6d6f5b76
 def bin_starts(
@@ -173,18 +200,17 @@ def stats_from_sorted(
                     hi=cs[ends - 1].astype(np.float64), **s)
 
 def equal_mass_stats(
-    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
-    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `SortedEvents`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or a `SortedEvents`)
     *,
     bin_size: int | None = None,  # events per bin, instead of `n_bins`
     n_bins: int | None = None,  # number of bins
     moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
 ) -> BinStats:  # the bins' counts and sums, in ascending confidence
     "`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`; ties kept together); `moments` adds Σconf², Σconf·correct."
-    c, y = as_pairs(conf, correct)
-    starts = bin_starts(len(c), bin_size=bin_size, n_bins=n_bins)
-    cs, ys = sort_pairs(c, y)
-    return stats_from_sorted(cs, ys, keep_ties(cs, starts), moments)
+    se = sorted_events(conf, correct)
+    starts = bin_starts(len(se.cs), bin_size=bin_size, n_bins=n_bins)
+    return stats_from_sorted(se.cs, se.ys, keep_ties(se.cs, starts), moments)
 
 # %% ../nbs/02_binning.ipynb #f17ea7b8
 MAX_FIXED_BINS = 10**7   # fixed-width bins beyond this would need GBs of per-bin arrays (5 float64 sums per bin)

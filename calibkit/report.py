@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
 from .events import as_pairs, check_choice, check_int
-from .binning import BINNINGS, BinStats, bin_stats, bin_table, group_bins, wsum, z_value
+from .binning import BINNINGS, BinStats, bin_stats, bin_table, group_bins, sorted_events, wsum, z_value
 from .metrics import brier, calib_mse_interval, ece_interval
 from .significance import CALIBRATED, binomial_bands, consistency_bands, ecce_r_test, spiegelhalter_test
 from .selective import COVERAGES, MAX_CURVE_POINTS, ranking, risk_coverage, selective_summary
@@ -31,6 +31,7 @@ def stage_stats(c,  # a stage's confidences
                 bin_size=None,  # or events per equal-mass bin
                 binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive'
                 warn=None,  # called with a message when n_bins is capped
+                presorted=None,  # the stage's events sorted once (`sorted_events`), reused by equal-mass bins
                 ) -> BinStats:
     "ONE `BinStats` (with moments) for a stage: `n_bins` capped at the number of events (`warn` is told), or `bin_size`; adaptive bins choose their own number."
     if binning == 'equal_mass' and bin_size is not None: bin_size = min(check_int('bin_size', bin_size, 1), len(c))
@@ -38,6 +39,7 @@ def stage_stats(c,  # a stage's confidences
         n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
         if n_bins > len(c) and warn is not None: warn(f'n_bins {n_bins} exceeds the {len(c)} events: used {len(c)} bins (one event each)')
         n_bins = min(n_bins, len(c))
+    if presorted is not None and binning == 'equal_mass': c, y = presorted, None
     return bin_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, moments=True)
 
 # %% ../nbs/60_report.ipynb #ea4249eb
@@ -290,16 +292,16 @@ SELECTIVE = {   # stable key -> (display name, one-line definition): metrics.jso
                        'confidences taken in random order).') for c in COVERAGES},
 }
 
-def stage_significance(c,  # a stage's confidences
-                       y,  # and outcomes (0/1)
+def stage_significance(c,  # a stage's confidences, or its `SortedEvents`
+                       y,  # and outcomes (0/1; None with a `SortedEvents`)
                        *, level,  # the report's level: significant when p < 1 − level
                        ) -> dict:
     """The tests of `SIGNIFICANCE` on a stage's events: the first's `test` (key), `name`, `statistic`, `p_value`,
     `null`, `level`, `significant` (None, with a warning, when it is undefined on these confidences), and `tests`:
     every test's statistic and p-value."""
-    tests = {}
+    tests, se = {}, sorted_events(c, y)             # one sort for every test
     for key, f in _TEST_FUNCTIONS.items():
-        try: s = f(c, y)
+        try: s = f(se)
         except ValueError as err:
             warnings.warn(f'{SIGNIFICANCE[key][0]} not computed: {err}', stacklevel=2)
             tests[key] = dict(statistic=np.nan, p_value=np.nan)
@@ -437,19 +439,20 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
         metrics, bins, groups, curves, info = [], [], [], [], {}
         gn = dict(grouper=_plugin_name(grouper), n_groups=getattr(g, 'n_groups_', None))
         for stage, (ev, c, y) in stages.items():
-            st = stage_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, warn=said.append)
+            se = sorted_events(c, y)                     # one sort per stage: its bins, tests and ranking
+            st = stage_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, warn=said.append, presorted=se)
             if stage == 'before': summary = _summary(events, st)
             rows = metric_rows(st, level=level, n_samples=n_samples, seed=seed)
             metrics += [dict(stage=stage, **r) for r in rows]
             bt, bands = stage_bands(c, y, st, level=level, n_samples=n_samples, seed=seed)
             bins.append(bt.reset_index().assign(stage=stage, group='all'))
-            rk = ranking(c, y)                           # one sort for the selective metrics and the curve
+            rk = ranking(se)                             # the selective metrics and the curve
             curves.append(risk_coverage(rk, max_points=MAX_CURVE_POINTS).assign(stage=stage))
             info[stage] = dict(name=stage_name(stage, len(c), recalibrator=None if len(stages) == 1 else _plugin_name(recalibrator), fit_name=fit_name,
                                                n_fit=None if fit is None else len(fit), **(gn if g is not None else {})),
                                n_bins=int(np.count_nonzero(st.n)), bins_note=bins_note(st, n_bins=n_bins, bin_size=bin_size, binning=binning),
                                verdict=stage_verdict(bt, rows, level), bands=bands,
-                               significance=stage_significance(c, y, level=level),
+                               significance=stage_significance(se, None, level=level),
                                selective=selective_summary(rk).to_dict())
             if g is None: continue
             gid = np.asarray(g.assign(ev['label']))

@@ -8,8 +8,8 @@ import warnings
 from typing import NamedTuple
 import numpy as np, pandas as pd
 from scipy.special import digamma
-from .events import as_pairs, check_int, numeric_array
-from .binning import sort_pairs, tie_runs
+from .events import check_int, numeric_array
+from .binning import sorted_events
 
 # %% auto #0
 __all__ = ['MAX_CURVE_POINTS', 'COVERAGES', 'Ranking', 'ranking', 'risk_coverage', 'expected_errors', 'selective_risk', 'aurc',
@@ -30,14 +30,14 @@ class Ranking(NamedTuple):
     def errors(self) -> float: return float(self.E[-1])
 
 def ranking(
-    conf,           # confidences in [0, 1], an events frame with columns `conf` and `correct`, or a `Ranking`
-    correct=None,   # outcomes 0/1 (None when `conf` is an events frame or a `Ranking`)
+    conf,           # confidences in [0, 1], an events frame (`conf`, `correct`), a `SortedEvents` or a `Ranking`
+    correct=None,   # outcomes 0/1 (None when `conf` is an events frame, a `SortedEvents` or a `Ranking`)
 ) -> Ranking:
-    "The runs of equal confidence, descending, from one sort (`sort_pairs`) and one pass (`tie_runs`); a Ranking as is."
+    "The runs of equal confidence, descending, from one sort and one pass (`sorted_events(...).runs`); a Ranking as is."
     if isinstance(conf, Ranking):
         if correct is not None: raise ValueError('conf is a Ranking (it holds the outcomes): correct must be None')
         return conf
-    v, m, s = tie_runs(*sort_pairs(*as_pairs(conf, correct)))
+    v, m, s = sorted_events(conf, correct).runs
     m = m[::-1].astype(np.float64)
     e = m - s[::-1]
     return Ranking(v[::-1], m, e, np.cumsum(m), np.cumsum(e))

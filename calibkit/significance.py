@@ -9,7 +9,7 @@ import numpy as np, pandas as pd
 from scipy.special import ndtr
 from .config import default
 from .events import as_pairs, check_choice, check_float, check_int, count_true
-from .binning import BinStats, bin_stats, bin_table, sort_pairs, tie_runs, wsum
+from .binning import BinStats, bin_stats, bin_table, SortedEvents, sorted_events, wsum
 
 # %% auto #0
 __all__ = ['CALIBRATED', 'RESAMPLE_BATCH', 'Significance', 'spiegelhalter_test', 'cumulative_differences', 'brownian_max_abs_sf',
@@ -27,15 +27,15 @@ CALIBRATED = 'the confidences are calibrated: each event is correct with probabi
 
 # %% ../nbs/05_significance.ipynb #b3fb4e5d
 def spiegelhalter_test(
-    conf,                             # confidences in [0, 1], or an events frame with columns `conf` and `correct`
+    conf,                             # confidences in [0, 1], an events frame (`conf`, `correct`) or a `SortedEvents`
     correct=None,                     # outcomes 0/1 (None when `conf` is an events frame)
     *,
     alternative: str = 'two-sided',   # 'two-sided' (Spiegelhalter 1986) or 'greater' (one-sided, as MAPIE)
 ) -> Significance:
     "Spiegelhalter's (1986) Z test: Z = Σ(y−p)(1−2p) / √Σ(1−2p)²p(1−p), standard normal when calibrated."
     check_choice('alternative', alternative, ('two-sided', 'greater'))
-    cs, ys = sort_pairs(*as_pairs(conf, correct))   # summed in order of confidence: the same bits in any row order
-    p = cs.astype(np.float64)
+    se = sorted_events(conf, correct)   # summed in order of confidence: the same bits in any row order
+    ys, p = se.ys, se.cs.astype(np.float64)
     w = 1 - 2 * p
     var = float(wsum(w * w, p * (1 - p)))
     if var == 0:
@@ -45,20 +45,19 @@ def spiegelhalter_test(
     return Significance(z, float(2 * ndtr(-abs(z)) if alternative == 'two-sided' else ndtr(-z)), CALIBRATED)
 
 # %% ../nbs/05_significance.ipynb #947b4112
-def _cumulative(c: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+def _cumulative(se: SortedEvents) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     "Distinct confidences (ascending), the share k/n of events up to each, C at each (after C_0 = 0), and σ."
-    cs, ys = sort_pairs(c, y)
-    v, m, s = tie_runs(cs, ys)
-    n = len(cs)
+    v, m, s = se.runs
+    n = len(se.cs)
     path = np.r_[0.0, np.cumsum(s - v * m)] / n
     return v, np.cumsum(m) / n, path, float(np.sqrt(wsum(v * (1 - v), m.astype(np.float64)))) / n
 
 def cumulative_differences(
-    conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
+    conf,           # confidences in [0, 1], an events frame (`conf`, `correct`) or a `SortedEvents`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> pd.DataFrame:
     "Tygert's cumulative differences C_k = (1/n)Σ_{i≤k}(y − p), a row per distinct confidence; σ in `attrs['scale']`."
-    v, share, path, sigma = _cumulative(*as_pairs(conf, correct))
+    v, share, path, sigma = _cumulative(sorted_events(conf, correct))
     df = pd.DataFrame({'conf': v, 'share': share, 'cum_diff': path[1:]})
     df.attrs['scale'] = sigma
     return df
@@ -92,14 +91,14 @@ def brownian_range_sf(
 # %% ../nbs/05_significance.ipynb #bc528f6f
 def _ecce_path(conf, correct) -> tuple[np.ndarray, float]:
     "C_0..C at each distinct confidence and σ, or a ValueError when σ = 0."
-    _, _, path, sigma = _cumulative(*as_pairs(conf, correct))
+    _, _, path, sigma = _cumulative(sorted_events(conf, correct))
     if sigma == 0:
         raise ValueError('conf: every confidence is 0 or 1, so the cumulative differences have no spread under the '
                          'null: the test is undefined')
     return path, sigma
 
 def ecce_mad_test(
-    conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
+    conf,           # confidences in [0, 1], an events frame (`conf`, `correct`) or a `SortedEvents`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> Significance:
     "Tygert's ECCE-MAD test: statistic max|C_k|/σ (Kolmogorov–Smirnov type); asymptotic p-value P(sup|B| > it)."
@@ -108,7 +107,7 @@ def ecce_mad_test(
     return Significance(x, brownian_max_abs_sf(x), CALIBRATED)
 
 def ecce_r_test(
-    conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
+    conf,           # confidences in [0, 1], an events frame (`conf`, `correct`) or a `SortedEvents`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> Significance:
     "Tygert's ECCE-R test: statistic (max C_k − min C_k)/σ (Kuiper type); asymptotic p-value P(range of B > it)."
