@@ -6,24 +6,40 @@
 from __future__ import annotations
 import math, warnings
 import numpy as np, pandas as pd
-from .events import (check_choice, check_float, check_gold, check_probs, check_scores, column_groups,
-                             count_true, numeric_array)
+from .config import default
+from .events import (check_bool, check_choice, check_float, check_gold, check_int, check_probs, check_scores,
+                             column_groups, count_true, numeric_array)
 
 # %% auto #0
-__all__ = ['METHODS', 'label_scores', 'conformal_scores', 'conformal_quantile', 'ConformalSets', 'set_summary']
+__all__ = ['METHODS', 'check_uniforms', 'label_scores', 'conformal_scores', 'conformal_quantile', 'ConformalSets', 'set_summary']
 
 # %% ../nbs/07_conformal.ipynb #4f0a1621
 METHODS = ('lac', 'aps')   # the nonconformity scores `conformal_scores` knows
+def check_uniforms(
+    u,  # one uniform draw in [0, 1] per row
+    n: int,  # the number of rows
+) -> np.ndarray:  # `u` as float64, validated
+    "The randomised APS draws `u` as a 1-dimensional float64 array of `n` values in [0, 1], or an error naming `u`."
+    u = numeric_array(u, 'u').astype(np.float64, copy=False)
+    if len(u) != n: raise ValueError(f'u has {len(u)} values but scores has {n} rows')
+    bad = count_true(~((u >= 0) & (u <= 1)))           # NaN fails both comparisons
+    if bad: raise ValueError(f'u: {bad} of {n} values are outside [0, 1] (or NaN)')
+    return u
+
 def label_scores(
     p: np.ndarray,  # a validated n×K probability matrix (`check_probs`)
     method: str,  # 'lac' or 'aps'
+    u=None,  # APS only: one uniform draw per row for the randomised score (Romano et al. 2020); None: deterministic
 ) -> np.ndarray:
     "The n×K nonconformity (float64) of every label of every row: LAC 1 − p; APS the mass ranked at or above it."
     p = p.astype(np.float64, copy=False)
-    if method == 'lac': return 1 - p
+    if method == 'lac':
+        if u is not None: raise ValueError("u (the randomised score's draws) applies to method='aps' only")
+        return 1 - p
     order = np.argsort(-p, axis=1, kind='stable')             # descending; ties: the lower column first
     out = np.empty_like(p)
     np.put_along_axis(out, order, np.cumsum(np.take_along_axis(p, order, axis=1), axis=1), axis=1)
+    if u is not None: out -= (1 - check_uniforms(u, len(p)))[:, None] * p   # the mass above, plus u times its own
     return out
 
 def conformal_scores(
@@ -32,11 +48,12 @@ def conformal_scores(
     method: str = 'lac',  # 'lac' (1 − p of the gold label) or 'aps' (mass ranked at or above the gold label)
     *,
     labels=None,  # the K label names in column order (default: 0..K-1)
+    u=None,  # APS only: one uniform draw in [0, 1] per row, the randomised score (default: deterministic)
 ) -> np.ndarray:  # the n nonconformity scores (float64), larger = stranger
-    "The nonconformity score of each row's gold label: LAC (Sadinle et al. 2019) or deterministic APS (Romano et al.)."
+    "The nonconformity score of each row's gold label: LAC (Sadinle et al. 2019) or APS (Romano et al. 2020)."
     method = check_choice('method', method, METHODS)
     p, g = check_scores(check_probs(scores), gold, labels)
-    return label_scores(p, method)[np.arange(len(g)), g]
+    return label_scores(p, method, u)[np.arange(len(g)), g]
 
 # %% ../nbs/07_conformal.ipynb #66dac228
 def conformal_quantile(
@@ -62,19 +79,33 @@ class ConformalSets:
                  method: str = 'lac',  # the nonconformity score: 'lac' or 'aps' (see `conformal_scores`)
                  groups=None,  # None: marginal; label -> group (dict, Series) or a group per column: Mondrian
                  labels=None,  # the K label names in column order (default: 0..K-1)
+                 randomized: bool = False,  # APS only: the randomised score, one U ~ Uniform(0, 1) per row
+                 random_state: int | None = None,  # seed of the draws with `randomized` (default: the settings' seed)
                 ):
         self.alpha = check_float('alpha', alpha, 0, 1, lo_open=True, hi_open=True)
         self.method = check_choice('method', method, METHODS)
+        self.randomized = check_bool('randomized', randomized)
+        if self.randomized and self.method != 'aps':
+            raise ValueError(f"randomized=True applies to method='aps' only, got method={self.method!r}")
+        self.random_state = check_int('random_state', default('seed', random_state), 0)
         self.groups, self.labels = groups, labels
+
+    def _draws(self, u, n: int, stream: int):
+        "The validated draws `u`, or n fresh ones from stream [random_state, stream]; None when not randomised."
+        if not self.randomized:
+            if u is not None: raise ValueError('u (the randomised score\'s draws) applies to randomized=True only')
+            return None
+        return np.random.default_rng([self.random_state, stream]).random(n) if u is None else check_uniforms(u, n)
 
     def fit(self,
             scores,  # calibration n×K probability matrix
             gold,  # the calibration gold label of each row: column ids, or names with `labels`
+            u=None,  # randomized only: the n draws in [0, 1] (default: drawn from random_state)
            ) -> 'ConformalSets':  # self, with `quantile_` (per group) and `n_` (calibration rows per group)
         "One quantile of the gold labels' scores per group of the gold label (one in all without `groups`)."
         p, g = check_scores(check_probs(scores), gold, self.labels)
         self.column_group_, index = column_groups(self.groups, p.shape[1], self.labels)
-        s = label_scores(p, self.method)[np.arange(len(g)), g]
+        s = label_scores(p, self.method, self._draws(u, len(g), 0))[np.arange(len(g)), g]
         row_group = self.column_group_[g]
         order = np.argsort(row_group, kind='stable')
         bounds = np.searchsorted(row_group[order], np.arange(len(index) + 1))
@@ -91,6 +122,7 @@ class ConformalSets:
 
     def predict(self,
                 scores,  # n×K probability matrix, the same K labels as in `fit`
+                u=None,  # randomized only: the n draws in [0, 1] (default: drawn from random_state)
                ) -> np.ndarray:  # boolean n×K: True = the label is in the row's set
         "The sets: label j is in row i's set when its score is ≤ the quantile of j's group."
         if not hasattr(self, 'quantile_'):
@@ -98,7 +130,7 @@ class ConformalSets:
         p = check_probs(scores)
         if p.shape[1] != len(self.column_group_):
             raise ValueError(f'scores has {p.shape[1]} columns but the sets were fitted on {len(self.column_group_)}')
-        return label_scores(p, self.method) <= self.quantile_.to_numpy()[self.column_group_]
+        return label_scores(p, self.method, self._draws(u, len(p), 1)) <= self.quantile_.to_numpy()[self.column_group_]
 
 # %% ../nbs/07_conformal.ipynb #949011a1
 def set_summary(

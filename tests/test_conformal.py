@@ -1,5 +1,6 @@
-"""Conformal prediction sets: equal to MAPIE's marginal LAC and APS sets, finite-sample coverage over random splits
-(marginal and per group for Mondrian) within binomial error of [1 − α, 1 − α + 1/(n+1)], hand cases, bad input."""
+"""Conformal prediction sets: equal to MAPIE's marginal LAC, APS and randomised APS sets, finite-sample coverage over
+random splits (marginal and per group for Mondrian) within binomial error of [1 − α, 1 − α + 1/(n+1)], randomised APS
+smaller than deterministic APS, hand cases, bad input."""
 import math, warnings
 import numpy as np
 import pytest
@@ -20,6 +21,17 @@ class Given(ClassifierMixin, BaseEstimator):
 class NoNoise(np.random.RandomState):
     "MAPIE's APS subtracts U·p(gold) from the calibration score, U uniform: U = 0 is calibkit's deterministic score."
     def uniform(self, low=0.0, high=1.0, size=None): return np.zeros(size)
+
+
+class Recorder(np.random.RandomState):
+    "MAPIE's random state, keeping every uniform draw (calibration first, then the test rows)."
+    def __init__(self, seed):
+        super().__init__(seed)
+        self.draws = []
+    def uniform(self, low=0.0, high=1.0, size=None):
+        x = super().uniform(low, high, size)
+        self.draws.append(np.asarray(x, dtype=float).ravel())
+        return x
 
 
 def dirichlet_rows(n, k=K, seed=0, conc=0.5):
@@ -71,7 +83,31 @@ def test_quantile_equals_mapies_order_statistic():
         assert conformal_quantile(s, alpha) == _compute_classification_quantile(s, np.array([alpha]))[0]
 
 
-def coverage_over_splits(method, groups, n_splits=300, n_cal=300, n_test=600, alpha=0.1):
+@pytest.mark.parametrize('alpha', [0.05, 0.1, 0.3])
+@pytest.mark.parametrize('seed', [0, 1])
+def test_randomized_aps_equals_mapies_randomized_sets(alpha, seed):
+    """MAPIE subtracts V·p(gold) from the mass at or above the gold label (V uniform) and, with
+    include_last_label='randomized', keeps the label crossing the quantile when V_test >= (mass up to it − q)/p:
+    Romano et al.'s randomised score with U = 1 − V. Given MAPIE's own draws the sets are equal."""
+    from mapie.classification import SplitConformalClassifier
+    p, y = dirichlet_rows(1200, seed=10 + seed)
+    cal, test = slice(0, 401), slice(401, None)
+    rs = Recorder(seed)
+    clf = SplitConformalClassifier(Given(K).fit(p[cal], y[cal]), confidence_level=1 - alpha, conformity_score='aps',
+                                   prefit=True, random_state=rs)
+    clf.conformalize(p[cal], y[cal])
+    theirs = clf.predict_set(p[test], conformity_score_params={'include_last_label': 'randomized'})[1][:, :, 0]
+    v_cal, v_test = rs.draws
+    assert len(v_cal) == 401 and len(v_test) == 799
+    cs = ConformalSets(alpha, 'aps', randomized=True).fit(p[cal], y[cal], u=1 - v_cal)
+    ours = cs.predict(p[test], u=1 - v_test)
+    assert (ours == theirs).all(), int((ours != theirs).sum())
+    assert abs(cs.quantile_['all'] - clf._mapie_classifier.conformity_score_function_.quantiles_[0]) < 1e-12
+    assert (~ours.any(axis=1)).sum() > 0 if alpha == 0.3 else True     # randomised sets can be empty, MAPIE's too
+    assert ours.sum() > len(ours) * 0.5
+
+
+def coverage_over_splits(method, groups, n_splits=300, n_cal=300, n_test=600, alpha=0.1, randomized=False):
     "Per split: coverage overall and per group of the gold label (NaN for a group absent from a test split)."
     p, y = dirichlet_rows(n_cal + n_test, seed=4)
     gid = np.zeros(K, int) if groups is None else np.array([groups[j] for j in range(K)])
@@ -81,7 +117,8 @@ def coverage_over_splits(method, groups, n_splits=300, n_cal=300, n_test=600, al
         cal, test = perm[:n_cal], perm[n_cal:]
         with warnings.catch_warnings():
             warnings.simplefilter('error')              # every group has enough calibration rows
-            sets = ConformalSets(alpha, method, groups=groups).fit(p[cal], y[cal]).predict(p[test])
+            sets = ConformalSets(alpha, method, groups=groups, randomized=randomized, random_state=r)
+            sets = sets.fit(p[cal], y[cal]).predict(p[test])
         hit = sets[np.arange(n_test), y[test]]
         g = gid[y[test]]
         rows.append([hit.mean()] + [hit[g == k].mean() if (g == k).any() else np.nan for k in range(gid.max() + 1)])
@@ -98,23 +135,60 @@ def binomial_band(cover, alpha, n_cal, n_test):
     return 1 - alpha - 4 * sd, 1 - alpha + 1 / (n_cal + 1) + 4 * sd
 
 
-@pytest.mark.parametrize('method', ['lac', 'aps'])
-def test_marginal_coverage_is_at_least_one_minus_alpha_over_random_splits(method):
-    cover, _, alpha = coverage_over_splits(method, None)
+@pytest.mark.parametrize('method, randomized', [('lac', False), ('aps', False), ('aps', True)])
+def test_marginal_coverage_is_at_least_one_minus_alpha_over_random_splits(method, randomized):
+    cover, _, alpha = coverage_over_splits(method, None, randomized=randomized)
     lo, hi = binomial_band(cover[:, 0], alpha, 300, 600)
     assert lo <= cover[:, 0].mean() <= hi, (cover[:, 0].mean(), lo, hi)
 
 
-@pytest.mark.parametrize('method', ['lac', 'aps'])
-def test_mondrian_coverage_holds_in_every_group_over_random_splits(method):
+@pytest.mark.parametrize('method, randomized', [('lac', False), ('aps', False), ('aps', True)])
+def test_mondrian_coverage_holds_in_every_group_over_random_splits(method, randomized):
     groups = {0: 0, 1: 0, 2: 0, 3: 1, 4: 1, 5: 2}
-    cover, gold_group, alpha = coverage_over_splits(method, groups)
+    cover, gold_group, alpha = coverage_over_splits(method, groups, randomized=randomized)
     share = np.bincount(gold_group) / len(gold_group)
     for k in range(3):
         c = cover[:, 1 + k]
         c = c[~np.isnan(c)]
         lo, hi = binomial_band(c, alpha, 300 * share[k], 600 * share[k])
         assert lo <= c.mean() <= hi, (k, c.mean(), lo, hi)
+
+
+@pytest.mark.parametrize('alpha', [0.05, 0.1, 0.2])
+def test_randomized_aps_sets_are_smaller_on_average_than_deterministic_ones(alpha):
+    "Over 100 random splits, the mean set size of randomised APS is smaller by more than 4 standard errors."
+    p, y = dirichlet_rows(900, seed=8)
+    rand, det = [], []
+    for r in range(100):
+        perm = np.random.default_rng(200 + r).permutation(len(y))
+        cal, test = perm[:300], perm[300:]
+        rand.append(ConformalSets(alpha, 'aps', randomized=True, random_state=r).fit(p[cal], y[cal])
+                    .predict(p[test]).sum(axis=1).mean())
+        det.append(ConformalSets(alpha, 'aps').fit(p[cal], y[cal]).predict(p[test]).sum(axis=1).mean())
+    rand, det = np.array(rand), np.array(det)
+    diff = det - rand
+    assert diff.mean() > 4 * diff.std(ddof=1) / np.sqrt(len(diff)), (det.mean(), rand.mean())
+
+
+def test_randomized_draws_are_seeded_and_independent_between_fit_and_predict():
+    p, y = dirichlet_rows(400, seed=9)
+    a = ConformalSets(0.1, 'aps', randomized=True, random_state=3).fit(p[:200], y[:200])
+    b = ConformalSets(0.1, 'aps', randomized=True, random_state=3).fit(p[:200], y[:200])
+    assert a.quantile_.equals(b.quantile_) and (a.predict(p[200:]) == b.predict(p[200:])).all()
+    u_fit, u_predict = (np.random.default_rng([3, k]).random(200) for k in (0, 1))
+    assert not np.allclose(u_fit, u_predict)
+    c = ConformalSets(0.1, 'aps', randomized=True).fit(p[:200], y[:200], u=u_fit)
+    assert c.quantile_.equals(a.quantile_) and (c.predict(p[200:], u=u_predict) == a.predict(p[200:])).all()
+    # the draw decides only the label that crosses the quantile: with the deterministic quantile (calibration u = 1), a
+    # randomised set holds the deterministic set and at most one more label, the next one by probability
+    det = ConformalSets(0.1, 'aps').fit(p[:200], y[:200])
+    at_one = ConformalSets(0.1, 'aps', randomized=True).fit(p[:200], y[:200], u=np.ones(200))
+    assert at_one.quantile_.equals(det.quantile_)
+    d, r = det.predict(p[200:]), at_one.predict(p[200:], u=u_predict)
+    assert (r >= d).all() and set(np.unique(r.sum(1) - d.sum(1))) == {0, 1}
+    extra = r & ~d
+    rank = np.argsort(np.argsort(-p[200:], axis=1), axis=1)         # 0 = the most probable label
+    assert (rank[extra] == d.sum(1)[extra.any(1)]).all()
 
 
 def test_mondrian_repairs_an_under_covered_group_that_marginal_misses():
@@ -190,6 +264,13 @@ def test_a_group_without_calibration_rows_gives_the_full_set_for_its_labels():
     (lambda: ConformalSets().predict([[0.5, 0.5]]), ValueError, 'not fitted'),
     (lambda: set_summary([[1, 0]], [0]), TypeError, 'sets must be a boolean'),
     (lambda: conformal_quantile([[0.1]], 0.1), ValueError, 's must be 1-dimensional'),
+    (lambda: ConformalSets(method='lac', randomized=True), ValueError, "randomized=True applies to method='aps' only"),
+    (lambda: ConformalSets(randomized='yes'), TypeError, 'randomized must be True or False'),
+    (lambda: ConformalSets(random_state=1.5), ValueError, 'random_state must be an integer >= 0'),
+    (lambda: ConformalSets(method='aps', randomized=True).fit([[0.5, 0.5]], [0], u=[2.0]), ValueError,
+     'u: 1 of 1 values are outside [0, 1]'),
+    (lambda: ConformalSets(method='aps').fit([[0.5, 0.5]], [0], u=[0.5]), ValueError, 'applies to randomized=True only'),
+    (lambda: conformal_scores([[0.5, 0.5]], [0], 'aps', u=[0.1, 0.2]), ValueError, 'u has 2 values but scores has 1'),
 ])
 def test_bad_input_names_the_argument(call, err, msg):
     with pytest.raises(err) as e: call()
