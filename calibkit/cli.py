@@ -12,8 +12,8 @@ from .outdir import OutputError, claim
 # %% auto #0
 __all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_SOFTWARE', 'EX_CANTCREAT', 'EXIT_CODES', 'MAX_SAMPLES',
            'FORMATS', 'BINNINGS', 'CLIError', 'first_line', 'failing_as', 'output_error', 'int_flag', 'float_flag',
-           'param_flag', 'raw_output', 'load_input', 'read_stdin', 'cmd_report', 'plugin_table', 'cmd_plugins',
-           'cmd_demo', 'DemoHelp', 'Parser', 'parser', 'main']
+           'param_flag', 'raw_output', 'load_input', 'read_stdin', 'load_scores', 'cmd_report', 'plugin_table',
+           'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser', 'parser', 'main']
 
 # %% ../nbs/62_cli.ipynb #52c6fcf9
 EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_SOFTWARE, EX_CANTCREAT = 2, 65, 66, 69, 70, 73
@@ -181,6 +181,11 @@ def _check_flags(args) -> None:
             if value is not None: raise CLIError(EX_USAGE, f'{flag} needs --grouper: it configures the grouping')
     if args.fit and args.recalibrator in (None, 'none') and args.grouper is None:
         raise CLIError(EX_USAGE, '--fit needs --recalibrator or --grouper: it is what they are fitted on')
+    if args.conformal_method is not None and args.conformal is None:
+        raise CLIError(EX_USAGE, '--conformal-method needs --conformal: it configures the conformal sets')
+    if args.conformal is not None and not args.fit:
+        raise CLIError(EX_USAGE, '--conformal needs --fit: conformal sets are calibrated on held-out score matrices, '
+                                 'never on the rows they are judged on')
     if args.recalibrator not in (None, 'none') and not args.fit:
         raise CLIError(EX_USAGE, f'--recalibrator {args.recalibrator} needs fit events (--fit): recalibrators are fitted '
                                  'on held-out data, never on the events they are judged on')
@@ -201,6 +206,43 @@ def _out(args):
     from calibkit.report import REPORT_FILES
     return claim(out, REPORT_FILES, force=args.force, inputs=[args.input, args.fit, args.counts])
 
+# %% ../nbs/62_cli.ipynb #5240125d
+def load_scores(path,  # an .npz score matrix, or a raw output for `extractor`
+                *, extractor=None,  # a tagger extractor instance (it has `scores`) run over a raw output
+                ) -> tuple:  # (n×K probability rows, n gold label ids, the K label names or None)
+    "The probability matrix, gold label ids and label names of an `.npz` score matrix or a tagger's raw output."
+    from collections.abc import Mapping
+    import numpy as np
+    from calibkit.events import check_probs, check_scores
+    from calibkit.inputs import InputError, NoInputError, check_file, read_npz, show_path
+    try: path = check_file(path)
+    except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
+    need = ('--conformal needs score matrices (INPUT and --fit as .npz with scores and gold, or raw outputs through a '
+            'tagger extractor: softmax, crf_marginals)')
+    if extractor is None:
+        if path.suffix.lower() != '.npz': raise CLIError(EX_USAGE, f'{need}; {show_path(path)} is not one')
+        z = read_npz(path)
+        missing = [k for k in ('scores', 'gold') if k not in z]
+        if missing: raise InputError(f'{show_path(path)}: missing array(s) {missing}; found {sorted(z)}')
+        s, gold = z['scores'], z['gold']
+        labels = [str(v) for v in (z['labels'].tolist() if 'labels' in z else range(s.shape[1] if s.ndim == 2 else 0))]
+    else:
+        if not (callable(getattr(extractor, 'scores', None)) and extractor.reads):
+            raise CLIError(EX_USAGE, f'{need}; extractor {extractor.name!r} gives events, not score matrices')
+        out = raw_output(path)
+        if not isinstance(out, Mapping): raise CLIError(EX_USAGE, f'{need}; {show_path(path)} holds records, not arrays')
+        a = {k: v for k, v in extractor.arrays(out).items() if v is not None}
+        rows, gold = a.pop(next(iter(extractor.reads))), a.pop('gold')
+        labels, lengths = a.pop('labels', None), a.pop('lengths', None)
+        if lengths is not None: rows = np.split(np.asarray(rows), np.cumsum(np.asarray(lengths))[:-1])
+        s, labels = extractor.scores(rows, None if labels is None else list(labels), **a)
+        s = np.concatenate(s) if isinstance(s, list) else s
+        gold = np.concatenate([np.asarray(g).ravel() for g in gold]) if isinstance(gold, list) else np.asarray(gold).ravel()
+        labels = None if labels is None else list(labels)
+    with failing_as(EX_DATAERR, f'{show_path(path)}: '):
+        p, g = check_scores(check_probs(s), gold, labels)
+    return p, g, labels
+
 # %% ../nbs/62_cli.ipynb #93f8a911
 def _read_all(args, xt):
     "The events, fit events and counts; messages about standard input name `<stdin>`, not the private copy."
@@ -218,6 +260,18 @@ def _read_all(args, xt):
             raise CLIError(e.code, str(e).replace(str(src), '<stdin>')) from e.__cause__
     return ev, fit, counts
 
+def _conformal(args, xt):
+    "`calibration_report`'s conformal arguments from --conformal (None without it): the --fit and INPUT score matrices."
+    if args.conformal is None: return None
+    if args.input == '-': raise CLIError(EX_USAGE, '--conformal needs score matrices; standard input (-) holds events')
+    (pf, gf, lf), (pe, ge, le) = (load_scores(p, extractor=xt) for p in (args.fit, args.input))
+    if lf != le or pf.shape[1] != pe.shape[1]:
+        raise CLIError(EX_DATAERR, f'--fit and INPUT score different labels ({pf.shape[1]} and {pe.shape[1]} columns'
+                                   + (')' if lf is None or le is None else f'; {lf[:3]}… and {le[:3]}…)'))
+    method = args.conformal_method or 'lac'
+    return dict(alpha=args.conformal, calibration=(pf, gf), test=(pe, ge), labels=le, method=method.split('-')[0],
+                randomized=method == 'aps-randomized')
+
 def cmd_report(args,  # the parsed flags of `calibkit report`
                ) -> int:
     from calibkit.report import calibration_report
@@ -228,13 +282,14 @@ def cmd_report(args,  # the parsed flags of `calibkit report`
     _check_inputs(args)
     steps = progress(total=3, desc='calibkit report', unit='step')
     ev, fit, counts = _read_all(args, xt)
+    conformal = _conformal(args, xt)
     steps.update()
     with _out(args) as out:                            # claimed until written: another run on it is refused (73)
         with failing_as(EX_DATAERR):                   # a plugin's failure is a PluginError: main exits 70 naming it
             rep = calibration_report(ev, fit=fit, counts=counts, grouper=grouper, n_groups=args.n_groups,
                                      recalibrator=recal, n_bins=args.n_bins, bin_size=args.bin_size,
                                      binning=args.binning, level=args.level, n_samples=args.n_samples, seed=args.seed,
-                                     title=f'Calibration of {Path(args.input).name}',
+                                     title=f'Calibration of {Path(args.input).name}', conformal=conformal,
                                      fit_name=Path(args.fit).name if args.fit else None,
                                      meta=dict(command=args.command_line, input=str(args.input),
                                                extractor=args.extractor,
@@ -342,6 +397,11 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument('--n-groups', type=int_flag('--n-groups', 1), help=f'groups, for a grouper that takes it (default {s.n_groups})')
     r.add_argument('--recalibrator', help='recalibrator plugin: none, histogram, isotonic, platt, ... (needs --fit)')
     r.add_argument('--param', type=param_flag, action='append', metavar='K=V', help='recalibrator parameter (repeatable)')
+    r.add_argument('--conformal', type=float_flag('--conformal', 0, 1, lo_open=True, hi_open=True), metavar='ALPHA',
+                   help='conformal prediction sets at miscoverage ALPHA, calibrated on --fit (score matrices; Mondrian '
+                        'with --grouper)')
+    r.add_argument('--conformal-method', choices=('lac', 'aps', 'aps-randomized'),
+                   help='nonconformity score of --conformal (default lac)')
     r.add_argument('--threshold', type=float_flag('--threshold', 0, 1, hi_open=True),
                    help=f'drop events below this score, in [0, 1) (score matrices: default {s.threshold})')
     b = r.add_mutually_exclusive_group()

@@ -21,8 +21,8 @@ from .outdir import MARKER, claim
 __all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'MAX_PANELS', 'MAX_HTML_GROUPS', 'REPORT_FILES', 'stage_stats',
            'bins_note', 'metric_rows', 'make_grouper', 'make_recalibrator', 'recalibrated', 'group_metrics',
            'stage_bands', 'stage_verdict', 'verdict_text', 'stage_significance', 'significance_text', 'Report',
-           'stage_name', 'calibration_report', 'report_charts', 'selective_wide', 'bands_note', 'metrics_wide',
-           'report_html']
+           'stage_name', 'conformal_summary', 'calibration_report', 'report_charts', 'selective_wide', 'bands_note',
+           'metrics_wide', 'conformal_html', 'report_html']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -335,6 +335,7 @@ class Report:
     stages: dict = field(default_factory=dict)   # stage -> name, n_bins, bins_note, verdict, bands, significance,
                                                  # selective
     curves: pd.DataFrame | None = None           # stage, conf, coverage, risk, gen_risk, oracle_risk (risk–coverage)
+    conformal: dict | None = None                # conformal sets: coverage and mean set size (`conformal_summary`)
 
     @cached_property
     def charts(self) -> dict: return report_charts(self)
@@ -344,7 +345,9 @@ class Report:
         return json.loads(self.to_json())
     def to_json(self) -> str:
         "metrics.json's text, strict JSON; the tables one record per line, by pandas' writer (fast for a million groups)."
-        head = json.dumps(_strict(dict(summary=self.summary, stages=self.stages, meta=self.meta, warnings=list(self.warnings))),
+        conf = {} if self.conformal is None else dict(conformal=self.conformal)
+        head = json.dumps(_strict(dict(summary=self.summary, stages=self.stages, meta=self.meta, warnings=list(self.warnings),
+                                       **conf)),
                           indent=1, default=str, allow_nan=False)
         return head[:-2] + ''.join(f',\n "{k}": {_records(df)}' for k, df in (('metrics', self.metrics), ('groups', self.groups))) + '\n}\n'
     def to_html(self) -> str: return report_html(self)
@@ -395,6 +398,42 @@ def stage_name(stage: str,  # 'before' or 'after'
     per = f' (one per {grouper} group, {n_groups} groups)' if grouper is not None else ''
     return f'after {recalibrator}{per}, fitted on {fit_name or "the fit events"} ({n_fit:,} events)'
 
+# %% ../nbs/60_report.ipynb #3bac9cdd
+def conformal_summary(alpha: float,  # miscoverage level in (0, 1): the sets' target coverage is 1 − alpha
+                      calibration,  # (scores, gold): the held-out n×K probability matrix and gold labels to calibrate on
+                      test,  # (scores, gold): the evaluated probability matrix (the same K labels) and its gold labels
+                      *, method: str = 'lac',  # the nonconformity score: 'lac' or 'aps' (`calibkit.conformal`)
+                      randomized: bool = False,  # APS only: the randomised score of Romano, Sesia & Candès (2020)
+                      labels=None,  # the K label names in column order (default: 0..K-1)
+                      grouper=None,  # a fitted grouper: Mondrian sets, one quantile per group of labels; None: marginal
+                      seed=None,  # seed of the randomised draws (default: the settings' seed)
+                      ) -> dict:  # alpha, method, randomized, sets, n, coverage, mean_size, empty, n_calibration, quantile, groups
+    "Coverage and mean size of split conformal sets calibrated on `calibration` and judged on `test`, overall and per group."
+    from calibkit.conformal import ConformalSets, set_summary
+    from calibkit.events import check_probs
+    for name, pair in (('calibration', calibration), ('test', test)):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f'{name} must be a pair (scores, gold), got {type(pair).__name__}')
+    k = check_probs(test[0], 'test scores').shape[1]
+    names = list(range(k)) if labels is None else list(labels)
+    groups = None if grouper is None else pd.Series(grouper.assign(np.asarray(names, dtype=object)), index=names)
+    cs = ConformalSets(alpha, method, groups=groups, labels=labels, randomized=randomized,
+                       random_state=default('seed', seed)).fit(*calibration)
+    sets = cs.predict(test[0])
+    t = set_summary(sets, test[1], groups, labels=labels)
+    over = t.iloc[-1]
+    out = dict(alpha=cs.alpha, method=cs.method, randomized=cs.randomized,
+               sets='marginal' if grouper is None else 'mondrian', n=int(over.n), coverage=float(over.coverage),
+               mean_size=float(over.mean_size), empty=float((~sets.any(axis=1)).mean()), n_calibration=int(cs.n_.sum()),
+               quantile=float(cs.quantile_.iloc[0]) if grouper is None else None, groups=None)
+    if grouper is not None:
+        per = t.iloc[:-1].set_index('group')
+        g = pd.DataFrame({'n_calibration': cs.n_, 'quantile': cs.quantile_}).join(per, how='left')
+        out['groups'] = [dict(group=_strict(gr), n=int(0 if np.isnan(r['n']) else r['n']), coverage=_strict(r['coverage']),
+                              mean_size=_strict(r['mean_size']), quantile=_strict(r['quantile']),
+                              n_calibration=int(r['n_calibration'])) for gr, r in g.iterrows()]
+    return out
+
 # %% ../nbs/60_report.ipynb #2ec4d304
 def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, correct (and label, to group)
                        *, fit: pd.DataFrame | None = None,  # held-out events the recalibrator is fitted on
@@ -412,6 +451,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                        title='Calibration report',  # the page's title
                        fit_name: str | None = None,  # what the fit events are called in the report (e.g. the file name)
                        meta: dict | None = None,  # extra provenance recorded in metrics.json
+                       conformal: dict | None = None,  # conformal sets: `conformal_summary`'s arguments but the grouper
                        ) -> Report:
     "Metrics with intervals, a verdict, bins, per-group GMCE and before/after recalibration for an events frame."
     c0, y0 = as_pairs(events)
@@ -430,6 +470,9 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             if 'label' not in events.columns: raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
             g.fit(counts if counts is not None else fit['label'] if fit is not None and 'label' in fit.columns else events['label'])
             members = g.table().set_index('group').members if hasattr(g, 'table') else None
+        if conformal is not None and not isinstance(conformal, dict):
+            raise TypeError(f'conformal must be a dict of conformal_summary arguments, got {type(conformal).__name__}')
+        conf = None if conformal is None else conformal_summary(**{'seed': seed, **conformal}, grouper=g)
         if fit is not None and _same_events(fit, events):
             said.append('the fit events are the evaluated events: the result is not held-out')
         stages = {'before': (events, c0, y0)}           # validated once: the arrays are reused
@@ -485,7 +528,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
     return Report(summary=summary, metrics=pd.DataFrame(metrics),
                   bins=pd.concat(bins)[cols].reset_index(drop=True),
                   groups=pd.concat(groups).reindex(columns=gcols).reset_index(drop=True) if groups else None,
-                  meta=meta, warnings=said, stages=info,
+                  meta=meta, warnings=said, stages=info, conformal=conf,
                   curves=pd.concat(curves)[['stage', *curves[0].columns[:-1]]].reset_index(drop=True))
 
 # %% ../nbs/60_report.ipynb #baf6b35e
@@ -557,6 +600,29 @@ def metrics_wide(m: pd.DataFrame,  # a report's metrics table
     return cell.pivot(index='metric', columns='stage', values='value').reindex(pd.unique(m.metric))[
         list(pd.unique(m.stage))].reset_index().rename_axis(columns=None)
 
+# %% ../nbs/60_report.ipynb #ed17af44
+def conformal_html(c: dict,  # a `conformal_summary`
+                   ) -> str:
+    "The HTML of a report's conformal section: how the sets were made, then coverage and mean set size per group and overall."
+    e = html.escape
+    score = ('LAC (1 − the label\'s probability; Sadinle, Lei &amp; Wasserman 2019)' if c['method'] == 'lac' else
+             ('randomised ' if c['randomized'] else 'deterministic ') + 'APS (the probability mass ranked at or above the '
+             'label; Romano, Sesia &amp; Candès 2020)')
+    how = ('one quantile per group of the gold label (Mondrian): coverage ≥ 1 − α holds in every group'
+           if c['sets'] == 'mondrian' else 'one quantile for all rows (marginal): coverage ≥ 1 − α holds on average over '
+           'all rows, not per group')
+    rows = [] if c['groups'] is None else [{'group': str(g['group']), 'evaluated rows': g['n'], 'coverage': g['coverage'],
+                                            'mean set size': g['mean_size'], 'quantile': g['quantile'],
+                                            'calibration rows': g['n_calibration']} for g in c['groups']]
+    rows.append({'group': 'overall', 'evaluated rows': c['n'], 'coverage': c['coverage'], 'mean set size': c['mean_size'],
+                 'quantile': c['quantile'], 'calibration rows': c['n_calibration']})
+    t = pd.DataFrame(rows).astype({'quantile': float})
+    return (f'<h2>Conformal prediction sets</h2><p class="note">Split conformal sets at α = {c["alpha"]:g} (target coverage '
+            f'{1 - c["alpha"]:.4g}) with the {score} score, calibrated on {c["n_calibration"]:,} held-out rows, '
+            f'{e(how)}. Coverage: the share of evaluated rows whose set holds the gold label; {c["empty"]:.2%} of the sets '
+            'are empty. A quantile of infinity (blank) means too few calibration rows: every label is in the set.</p>'
+            + _table(t))
+
 # %% ../nbs/60_report.ipynb #42849170
 def report_html(r: Report,  # a calibration report
                 ) -> str:
@@ -595,6 +661,7 @@ def report_html(r: Report,  # a calibration report
                   '(counted in random order); the curves are drawn at most at '
                   f'{MAX_CURVE_POINTS} points, spread evenly in coverage.</p>', _defined(_table(selective_wide(r))),
                   *figures('risk_coverage')]
+    if r.conformal is not None: parts.append(conformal_html(r.conformal))
     if r.groups is not None:
         gt = r.groups
         shown = gt[gt.groupby('stage', sort=False).cumcount() < MAX_HTML_GROUPS]
