@@ -179,8 +179,8 @@ def _check_flags(args) -> None:
     if args.grouper is None:
         for flag, value in (('--counts', args.counts), ('--n-groups', args.n_groups)):
             if value is not None: raise CLIError(EX_USAGE, f'{flag} needs --grouper: it configures the grouping')
-    if args.fit and args.recalibrator in (None, 'none') and args.grouper is None:
-        raise CLIError(EX_USAGE, '--fit needs --recalibrator or --grouper: it is what they are fitted on')
+    if args.fit and args.recalibrator in (None, 'none') and args.grouper is None and args.conformal is None:
+        raise CLIError(EX_USAGE, '--fit needs --recalibrator, --grouper or --conformal: it is what they are fitted on')
     if args.conformal_method is not None and args.conformal is None:
         raise CLIError(EX_USAGE, '--conformal-method needs --conformal: it configures the conformal sets')
     if args.conformal is not None and not args.fit:
