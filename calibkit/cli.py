@@ -230,14 +230,15 @@ def load_scores(path,  # an .npz score matrix, or a raw output for `extractor`
         if not (callable(getattr(extractor, 'scores', None)) and extractor.reads):
             raise CLIError(EX_USAGE, f'{need}; extractor {extractor.name!r} gives events, not score matrices')
         out = raw_output(path)
-        if not isinstance(out, Mapping): raise CLIError(EX_USAGE, f'{need}; {show_path(path)} holds records, not arrays')
+        if not isinstance(out, Mapping):
+            raise CLIError(EX_USAGE, f'{need}; {show_path(path)} holds records, not arrays')
         a = {k: v for k, v in extractor.arrays(out).items() if v is not None}
         rows, gold = a.pop(next(iter(extractor.reads))), a.pop('gold')
         labels, lengths = a.pop('labels', None), a.pop('lengths', None)
         if lengths is not None: rows = np.split(np.asarray(rows), np.cumsum(np.asarray(lengths))[:-1])
         s, labels = extractor.scores(rows, None if labels is None else list(labels), **a)
         s = np.concatenate(s) if isinstance(s, list) else s
-        gold = np.concatenate([np.asarray(g).ravel() for g in gold]) if isinstance(gold, list) else np.asarray(gold).ravel()
+        gold = np.concatenate([np.ravel(g) for g in gold]) if isinstance(gold, list) else np.ravel(gold)
         labels = None if labels is None else list(labels)
     with failing_as(EX_DATAERR, f'{show_path(path)}: '):
         p, g = check_scores(check_probs(s), gold, labels)

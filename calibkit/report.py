@@ -346,8 +346,8 @@ class Report:
     def to_json(self) -> str:
         "metrics.json's text, strict JSON; the tables one record per line, by pandas' writer (fast for a million groups)."
         conf = {} if self.conformal is None else dict(conformal=self.conformal)
-        head = json.dumps(_strict(dict(summary=self.summary, stages=self.stages, meta=self.meta, warnings=list(self.warnings),
-                                       **conf)),
+        head = json.dumps(_strict(dict(summary=self.summary, stages=self.stages, meta=self.meta,
+                                       warnings=list(self.warnings), **conf)),
                           indent=1, default=str, allow_nan=False)
         return head[:-2] + ''.join(f',\n "{k}": {_records(df)}' for k, df in (('metrics', self.metrics), ('groups', self.groups))) + '\n}\n'
     def to_html(self) -> str: return report_html(self)
@@ -400,15 +400,15 @@ def stage_name(stage: str,  # 'before' or 'after'
 
 # %% ../nbs/60_report.ipynb #3bac9cdd
 def conformal_summary(alpha: float,  # miscoverage level in (0, 1): the sets' target coverage is 1 − alpha
-                      calibration,  # (scores, gold): the held-out n×K probability matrix and gold labels to calibrate on
+                      calibration,  # (scores, gold): the held-out n×K probability matrix and gold labels to fit on
                       test,  # (scores, gold): the evaluated probability matrix (the same K labels) and its gold labels
                       *, method: str = 'lac',  # the nonconformity score: 'lac' or 'aps' (`calibkit.conformal`)
                       randomized: bool = False,  # APS only: the randomised score of Romano, Sesia & Candès (2020)
                       labels=None,  # the K label names in column order (default: 0..K-1)
                       grouper=None,  # a fitted grouper: Mondrian sets, one quantile per group of labels; None: marginal
                       seed=None,  # seed of the randomised draws (default: the settings' seed)
-                      ) -> dict:  # alpha, method, randomized, sets, n, coverage, mean_size, empty, n_calibration, quantile, groups
-    "Coverage and mean size of split conformal sets calibrated on `calibration` and judged on `test`, overall and per group."
+                      ) -> dict:  # alpha, method, randomized, sets, n, coverage, mean_size, empty, n_calibration, ...
+    "Coverage and mean size of conformal sets calibrated on `calibration`, judged on `test`, overall and per group."
     from calibkit.conformal import ConformalSets, set_summary
     from calibkit.events import check_probs
     for name, pair in (('calibration', calibration), ('test', test)):
@@ -429,9 +429,10 @@ def conformal_summary(alpha: float,  # miscoverage level in (0, 1): the sets' ta
     if grouper is not None:
         per = t.iloc[:-1].set_index('group')
         g = pd.DataFrame({'n_calibration': cs.n_, 'quantile': cs.quantile_}).join(per, how='left')
-        out['groups'] = [dict(group=_strict(gr), n=int(0 if np.isnan(r['n']) else r['n']), coverage=_strict(r['coverage']),
-                              mean_size=_strict(r['mean_size']), quantile=_strict(r['quantile']),
-                              n_calibration=int(r['n_calibration'])) for gr, r in g.iterrows()]
+        out['groups'] = [dict(group=_strict(gr), n=int(0 if np.isnan(r['n']) else r['n']),
+                              coverage=_strict(r['coverage']), mean_size=_strict(r['mean_size']),
+                              quantile=_strict(r['quantile']), n_calibration=int(r['n_calibration']))
+                         for gr, r in g.iterrows()]
     return out
 
 # %% ../nbs/60_report.ipynb #2ec4d304
@@ -603,24 +604,25 @@ def metrics_wide(m: pd.DataFrame,  # a report's metrics table
 # %% ../nbs/60_report.ipynb #ed17af44
 def conformal_html(c: dict,  # a `conformal_summary`
                    ) -> str:
-    "The HTML of a report's conformal section: how the sets were made, then coverage and mean set size per group and overall."
+    "The HTML of a report's conformal section: how the sets were made, then coverage and mean set size by group."
     e = html.escape
     score = ('LAC (1 − the label\'s probability; Sadinle, Lei &amp; Wasserman 2019)' if c['method'] == 'lac' else
-             ('randomised ' if c['randomized'] else 'deterministic ') + 'APS (the probability mass ranked at or above the '
-             'label; Romano, Sesia &amp; Candès 2020)')
+             ('randomised ' if c['randomized'] else 'deterministic ')
+             + 'APS (the probability mass ranked at or above the label; Romano, Sesia &amp; Candès 2020)')
     how = ('one quantile per group of the gold label (Mondrian): coverage ≥ 1 − α holds in every group'
-           if c['sets'] == 'mondrian' else 'one quantile for all rows (marginal): coverage ≥ 1 − α holds on average over '
-           'all rows, not per group')
-    rows = [] if c['groups'] is None else [{'group': str(g['group']), 'evaluated rows': g['n'], 'coverage': g['coverage'],
-                                            'mean set size': g['mean_size'], 'quantile': g['quantile'],
-                                            'calibration rows': g['n_calibration']} for g in c['groups']]
-    rows.append({'group': 'overall', 'evaluated rows': c['n'], 'coverage': c['coverage'], 'mean set size': c['mean_size'],
-                 'quantile': c['quantile'], 'calibration rows': c['n_calibration']})
+           if c['sets'] == 'mondrian' else
+           'one quantile for all rows (marginal): coverage ≥ 1 − α holds on average over all rows, not per group')
+    row = lambda g, r: {'group': g, 'evaluated rows': r['n'], 'coverage': r['coverage'],
+                        'mean set size': r['mean_size'], 'quantile': r['quantile'],
+                        'calibration rows': r['n_calibration']}
+    rows = [row(str(g['group']), g) for g in c['groups'] or []] + [row('overall', c)]
     t = pd.DataFrame(rows).astype({'quantile': float})
-    return (f'<h2>Conformal prediction sets</h2><p class="note">Split conformal sets at α = {c["alpha"]:g} (target coverage '
-            f'{1 - c["alpha"]:.4g}) with the {score} score, calibrated on {c["n_calibration"]:,} held-out rows, '
-            f'{e(how)}. Coverage: the share of evaluated rows whose set holds the gold label; {c["empty"]:.2%} of the sets '
-            'are empty. A quantile of infinity (blank) means too few calibration rows: every label is in the set.</p>'
+    return (f'<h2>Conformal prediction sets</h2><p class="note">Split conformal sets at α = {c["alpha"]:g} (target '
+            f'coverage {1 - c["alpha"]:.4g}) with the {score} score, calibrated on {c["n_calibration"]:,} held-out '
+            'rows, '
+            f'{e(how)}. Coverage: the share of evaluated rows whose set holds the gold label; {c["empty"]:.2%} of the '
+            'sets are empty. A quantile of infinity (blank) means too few calibration rows: every label is in the '
+            'set.</p>'
             + _table(t))
 
 # %% ../nbs/60_report.ipynb #42849170

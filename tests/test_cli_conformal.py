@@ -70,7 +70,8 @@ def test_mondrian_by_tfg_equals_the_library_and_repairs_the_rare_group(data):
     want = set_summary(mondrian.predict(pe), ge, groups, labels=TAGS).set_index('group')
     got = pd.DataFrame(c['groups']).set_index('group')
     assert c['sets'] == 'mondrian' and list(got.index) == [1, 2, 3]
-    assert got['quantile'].tolist() == mondrian.quantile_.tolist() and got.n_calibration.tolist() == mondrian.n_.tolist()
+    assert got['quantile'].tolist() == mondrian.quantile_.tolist()
+    assert got.n_calibration.tolist() == mondrian.n_.tolist()
     assert np.allclose(got.coverage, want.coverage[[1, 2, 3]], rtol=0, atol=1e-15)
     assert np.allclose(got.mean_size, want.mean_size[[1, 2, 3]], rtol=0, atol=1e-12)
     assert c['coverage'] == pytest.approx(want.coverage['overall'], abs=1e-15)

@@ -269,7 +269,8 @@ def test_a_group_without_calibration_rows_gives_the_full_set_for_its_labels():
     (lambda: ConformalSets(random_state=1.5), ValueError, 'random_state must be an integer >= 0'),
     (lambda: ConformalSets(method='aps', randomized=True).fit([[0.5, 0.5]], [0], u=[2.0]), ValueError,
      'u: 1 of 1 values are outside [0, 1]'),
-    (lambda: ConformalSets(method='aps').fit([[0.5, 0.5]], [0], u=[0.5]), ValueError, 'applies to randomized=True only'),
+    (lambda: ConformalSets(method='aps').fit([[0.5, 0.5]], [0], u=[0.5]), ValueError,
+     'applies to randomized=True only'),
     (lambda: conformal_scores([[0.5, 0.5]], [0], 'aps', u=[0.1, 0.2]), ValueError, 'u has 2 values but scores has 1'),
 ])
 def test_bad_input_names_the_argument(call, err, msg):
