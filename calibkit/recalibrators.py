@@ -14,9 +14,10 @@ from .events import (as_pairs, check_choice, check_conf, check_correct, check_in
 from .binning import bin_starts, sort_pairs, tie_runs
 
 # %% auto #0
-__all__ = ['EXPECTED_FAILED_CHECKS', 'as_scores', 'fit_pairs', 'like', 'Recalibrator', 'equal_mass_edges', 'bin_index',
-           'HistogramBinning', 'Isotonic', 'logistic_fit', 'Platt', 'BetaCalibration', 'fresh', 'ScalingBinning',
-           'ScalingBinningKLS', 'group_slices', 'Grouped', 'as_uncertainty', 'UncertaintyNormaliser']
+__all__ = ['EXPECTED_FAILED_CHECKS', 'NORMALISER_EXPECTED_FAILED_CHECKS', 'as_scores', 'fit_pairs', 'like', 'Recalibrator',
+           'equal_mass_edges', 'bin_index', 'HistogramBinning', 'Isotonic', 'logistic_fit', 'Platt', 'BetaCalibration',
+           'fresh', 'ScalingBinning', 'ScalingBinningKLS', 'group_slices', 'Grouped', 'as_uncertainty',
+           'UncertaintyNormaliser']
 
 # %% ../nbs/30_recalibrators.ipynb #db6a0c6f
 def _check_both(y: np.ndarray) -> None:
@@ -510,6 +511,14 @@ class UncertaintyNormaliser(Recalibrator):
         "The confidences as a 1-d array, whatever X's form."
         self._check_fitted()
         return self._transform(as_uncertainty(X))
+
+# %% ../nbs/30_recalibrators.ipynb #312c5755
+NORMALISER_EXPECTED_FAILED_CHECKS = {
+    **EXPECTED_FAILED_CHECKS,
+    'check_complex_data': 'complex X is refused with a TypeError (scores must be real), where scikit-learn expects a ValueError',
+    'check_positive_only_tag_during_fit': _MULTI + ' (negative scores themselves are accepted)',
+}
+"scikit-learn's generic checks `UncertaintyNormaliser` fails by design, with the reason: the siblings' list, two reasons restated."
 
 # %% ../nbs/30_recalibrators.ipynb #c57624d6
 from .config import public_dir
