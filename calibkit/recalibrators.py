@@ -434,31 +434,33 @@ def as_uncertainty(
     X,  # uncertainty scores (finite reals), shape (n,) or (n, 1), a Series, or a frame with a `score` column
     name: str = 'X',  # the argument's name in error messages
 ) -> np.ndarray:  # the scores as float64, shape (n,)
-    "Uncertainty scores (entropy, NLL, ...: any finite reals) from X of shape (n,) or (n, 1), a Series, or a frame's `score`."
+    "Uncertainty scores (entropy, NLL, ...: finite reals) from X, shape (n,) or (n, 1), a Series, or a frame's `score`."
     if isinstance(X, pd.DataFrame):
         if 'score' not in X.columns: raise ValueError(f'{name}: frame lacks a score column; it has {list(X.columns)}')
         X, name = X['score'], 'score'
     a = X if isinstance(X, (np.ndarray, pd.Series)) else np.asarray(X)
     if np.ndim(a) == 2:
-        if a.shape[1] != 1: raise ValueError(f'{name} must have shape (n,) or (n, 1) (one feature: the score), got {a.shape}')
+        if a.shape[1] != 1:
+            raise ValueError(f'{name} must have shape (n,) or (n, 1) (one feature: the score), got {a.shape}')
         a = np.asarray(a)[:, 0]
     a = numeric_array(a, name)
     if a.dtype == bool: raise TypeError(f'{name} must be uncertainty scores (real numbers), got booleans')
     a = a.astype(np.float64)
     if not np.isfinite(a).all():
         nan, inf = count_true(np.isnan(a)), count_true(np.isinf(a))
-        raise ValueError(f'{name}: {nan} of {a.size} values are NaN and {inf} infinite; uncertainty scores must be finite')
+        raise ValueError(f'{name}: {nan} of {a.size} values are NaN and {inf} infinite; '
+                         'uncertainty scores must be finite')
     return a
 
 class UncertaintyNormaliser(Recalibrator):
     """An unbounded uncertainty score (entropy, NLL, semantic entropy: higher = less confident) mapped to a confidence
     in [0, 1] by a non-increasing fit of correctness on held-out events: isotonic (default) or logistic (Platt)."""
     name = 'normaliser'
-    description = ('Uncertainty score (entropy, NLL, ...; higher = less sure, any real) to confidence: a non-increasing '
-                   'isotonic or logistic fit of correctness on the score')
+    description = ('Uncertainty score (entropy, NLL, ...; higher = less sure, any real) to confidence: a '
+                   'non-increasing isotonic or logistic fit of correctness on the score')
 
     def __init__(self,
-                 method: str = 'isotonic',  # 'isotonic' (non-increasing step-and-line fit) or 'platt' (σ(a·s + b), a ≤ 0)
+                 method: str = 'isotonic',  # 'isotonic' (non-increasing, linear between fit points) or 'platt' (a ≤ 0)
                  ):
         self.method = method
 
@@ -491,7 +493,7 @@ class UncertaintyNormaliser(Recalibrator):
     def _fit_platt(self, s, y):
         n1 = float(np.count_nonzero(y)); n0 = len(y) - n1
         t = np.where(y == 1, (n1 + 1) / (n1 + 2), 1 / (n0 + 2))      # Platt's smoothed targets
-        mu, sd = s.mean(), s.std() or 1.0                            # standardised: Newton is scale-free, rounding is not
+        mu, sd = s.mean(), s.std() or 1.0                            # standardised: Newton is scale-free, rounding not
         a, b = logistic_fit(((s - mu) / sd)[:, None], t, start=[0.0, 0.0])
         if a > 0:                                                    # increasing in uncertainty: not a normaliser
             a, b = 0.0, float(_logit(np.array([t.mean()]), 0)[0])    # the constant map at the smoothed base rate
@@ -503,7 +505,7 @@ class UncertaintyNormaliser(Recalibrator):
         return expit(self.a_ * s + self.b_)
 
     def transform(self, X):
-        "Confidences in X's container: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series, a frame → a copy with `conf`."
+        "Confidences in X's container: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series, a frame → a copy with conf."
         self._check_fitted()
         return like(X, self._transform(as_uncertainty(X)))
 
@@ -515,10 +517,10 @@ class UncertaintyNormaliser(Recalibrator):
 # %% ../nbs/30_recalibrators.ipynb #312c5755
 NORMALISER_EXPECTED_FAILED_CHECKS = {
     **EXPECTED_FAILED_CHECKS,
-    'check_complex_data': 'complex X is refused with a TypeError (scores must be real), where scikit-learn expects a ValueError',
+    'check_complex_data': 'complex X is refused with a TypeError (scores must be real); scikit-learn wants ValueError',
     'check_positive_only_tag_during_fit': _MULTI + ' (negative scores themselves are accepted)',
 }
-"scikit-learn's generic checks `UncertaintyNormaliser` fails by design, with the reason: the siblings' list, two reasons restated."
+"scikit-learn's generic checks `UncertaintyNormaliser` fails by design, with the reason (the siblings', two restated)."
 
 # %% ../nbs/30_recalibrators.ipynb #c57624d6
 from .config import public_dir

@@ -183,8 +183,8 @@ def answer_span(
             raise ValueError(f'no response has an answer after marker {marker!r} ({miss} lack it, {empty} end with it)')
         r = responses[~ok].iloc[0]
         warnings.warn(f'{count_true(~ok)} of {len(ok)} responses give no events: {miss} lack marker {marker!r}, '
-                      f'{empty} have nothing after it (e.g. {_place(responses.attrs.get("source", "records"), r.line)}: '
-                      f'choices[{r.choice}])', stacklevel=2)
+                      f'{empty} have nothing after it (e.g. '
+                      f'{_place(responses.attrs.get("source", "records"), r.line)}: choices[{r.choice}])', stacklevel=2)
     n_answer = np.bincount(np.repeat(np.arange(len(nt)), nt)[keep], minlength=len(nt))
     out = responses.assign(answer=[t[b:] for t, b in zip(text, begin)], n_answer=n_answer)[ok].reset_index(drop=True)
     return tokens[keep & np.repeat(ok, nt)].reset_index(drop=True), out
@@ -290,7 +290,7 @@ class OpenAILogprobsExtractor(Extractor):
 
 # %% ../../nbs/17_extract_llm.ipynb #4d47a1f5
 def _content(c, where: str) -> str | None:
-    "The text of one choice: chat `message.content` (a string or a list of text parts) or legacy `text`; None if absent."
+    "The text of one choice: chat `message.content` (a string or a list of text parts) or legacy `text`, or None."
     if not isinstance(c, dict): raise ValueError(f'{where} must be an object, got {type(c).__name__}')
     msg = c.get('message')
     if msg is not None:
@@ -465,7 +465,7 @@ _MARKS = ' \t\r\n\u2581\u0120'            # white space, SentencePiece's ▁ and
 def token_key(
     token: str,  # a token as the API returned it, e.g. ' Yes'
 ) -> str:  # the token compared with the yes and no sets: marks and white space stripped, case folded
-    "A token as `p_true_events` compares it: leading/trailing white space (and the ▁/Ġ space marks) stripped, case folded."
+    "A token as `p_true_events` compares it: surrounding white space (and the ▁/Ġ space marks) stripped, case folded."
     return token.strip(_MARKS).casefold()
 
 def _token_set(name: str, v) -> frozenset:
@@ -488,7 +488,8 @@ def _first_top(c, where: str):
         t0 = (lp.get('top_logprobs') or [None])[0]
         if not t0: return None
         toks, lps = list(t0), list(t0.values())
-        if not all(_number(v) for v in lps): raise ValueError(f'{where}: logprobs.top_logprobs[0] values must be numbers')
+        if not all(_number(v) for v in lps):
+            raise ValueError(f'{where}: logprobs.top_logprobs[0] values must be numbers')
     if not all(isinstance(t, str) for t in toks): raise ValueError(f'{where}: a top_logprobs token is not a string')
     return (toks, lps) if toks else None
 
@@ -542,7 +543,8 @@ def p_true_events(
     floor = np.full(m, np.inf); np.minimum.at(floor, idx, p)
     total = y_mass + n_mass
     neither = total == 0 if normalize else np.zeros(m, bool)
-    if neither.all(): raise ValueError(f'no choice has a yes {sorted(yes)} or no {sorted(no)} token among its top_logprobs')
+    if neither.all():
+        raise ValueError(f'no choice has a yes {sorted(yes)} or no {sorted(no)} token among its top_logprobs')
     if neither.any(): _drop_warning(f'have neither a yes {sorted(yes)} nor a no {sorted(no)} token among the '
                                     'top_logprobs of their first token', neither, resp)
     ok = ~neither
