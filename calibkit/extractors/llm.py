@@ -337,7 +337,7 @@ def read_openai_texts(
 
 # %% ../../nbs/17_extract_llm.ipynb #0386ab4d
 VERBAL_WORDS = {
-    # Tian et al. (2023, §2, "Ling."), expressions of likelihood valued by human perception (Fagen-Ulmschneider 2015)
+    # Tian et al. (2023), "Ling. 1S", expressions of likelihood valued by human perception (Fagen-Ulmschneider 2015)
     'almost certain': .95, 'highly likely': .9, 'very good chance': .8, 'we believe': .75, 'probably': .7,
     'probable': .7, 'likely': .7, 'better than even': .6, 'about even': .5, 'probably not': .25, 'we doubt': .2,
     'unlikely': .2, 'little chance': .1, 'chances are slight': .1, 'improbable': .1, 'highly unlikely': .05,
@@ -501,7 +501,7 @@ def p_true_events(
     normalize: bool = True,  # P(True) = yes / (yes + no) mass; False: the yes mass alone
     tol: float = 1e-4,  # how far above 0 a logprob may be (rounding); such logprobs are read as 0
 ) -> pd.DataFrame:  # events `item`, `line`, `choice`, `conf`, `correct`, `yes_mass`, `no_mass`, `floor`, `kind`
-    """P(True) (Kadavath et al. 2022, §3): the probability a model gives "True"/"Yes" at the first generated token,
+    """P(True) (Kadavath et al. 2022, §4): the probability a model gives "True"/"Yes" at the first generated token,
     from its `top_logprobs`, when asked whether a proposed answer is correct; `correct` = the record's `correct`.
     Choices without logprobs or top_logprobs, or (normalised) with neither a yes nor a no token among them, are
     counted and reported in a warning naming the first."""
