@@ -43,14 +43,15 @@ def write(tmp_path, records, name='r.jsonl'):
     ('Guess: Paris\nConfidence: Almost no chance', .02),
     ('Guess: Paris\nConfidence: highly unlikely', .05), ('Guess: Paris\nConfidence: unlikely', .2),
     ('Confidence: 1', 1.0), ('Confidence: 0', 0.0), ('Confidence: 100%', 1.0),
-    ('Confidence: 30%. On reflection, confidence: 60%', .6)])
+    ('Confidence: 30%. On reflection, confidence: 60%', .6), ('Confidence: 8/10', .8),
+    ('confidence: 7 out of 10', .7), ('Probability: 3 / 4', .75)])
 def test_statement_forms(text, conf):
     p = parse_verbal_confidence([text])
     assert p.status.tolist() == ['ok'] and p.conf.iloc[0] == pytest.approx(conf, abs=1e-15), p
 
 
 @pytest.mark.parametrize('text', ['Paris', 'The answer is 42', 'Lyon is unlikely', 'Version 2.0.8', 'It is low',
-                                  'Confidence: unsure', 'Paris (maybe)'])
+                                  'Confidence: unsure', 'Paris (maybe)', 'Confidence: 3/0'])
 def test_no_statement(text):
     assert parse_verbal_confidence([text]).status.tolist() == ['none']
 

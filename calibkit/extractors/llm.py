@@ -346,7 +346,8 @@ VERBAL_WORDS = {
     'very high': .95, 'high': .9, 'medium': .5, 'moderate': .5, 'low': .2, 'very low': .05,
 }
 
-_NUM = r'(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<pct>%|percent\b)?'
+_NUM = (r'(?P<num>\d+(?:\.\d*)?|\.\d+)(?:\s*(?:/|out\s+of)\s*(?P<den>\d+(?:\.\d+)?))?'
+        r'\s*(?P<pct>%|percent\b)?')
 _LABEL = (r'\b(?:confidence|probability|certainty|likelihood)(?:\s+(?:level|score|estimate))?'
           r'(?:\s*\([^()\n]{0,20}\))?\s*(?:[:=]|\bis\b|\bof\b)?\s*')
 
@@ -388,6 +389,9 @@ def parse_verbal_confidence(
         g = m.groupdict()
         if g.get('word'): v = lower[g['word'].lower()]
         elif g.get('dec'): v = float(g['dec'])
+        elif g.get('den'):                                   # 8/10, 8 out of 10
+            if float(g['den']) == 0: out.append((np.nan, 'none', -1, -1, None)); continue
+            v = float(g['num']) / float(g['den'])
         else:
             v = float(g['num'])
             if g['pct'] or scale == 'percent' or (scale == 'auto' and v > 1): v /= 100
