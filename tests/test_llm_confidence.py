@@ -43,14 +43,15 @@ def write(tmp_path, records, name='r.jsonl'):
     ('Guess: Paris\nConfidence: Almost no chance', .02),
     ('Guess: Paris\nConfidence: highly unlikely', .05), ('Guess: Paris\nConfidence: unlikely', .2),
     ('Confidence: 1', 1.0), ('Confidence: 0', 0.0), ('Confidence: 100%', 1.0),
-    ('Confidence: 30%. On reflection, confidence: 60%', .6)])
+    ('Confidence: 30%. On reflection, confidence: 60%', .6), ('Confidence: 8/10', .8),
+    ('confidence: 7 out of 10', .7), ('Probability: 3 / 4', .75)])
 def test_statement_forms(text, conf):
     p = parse_verbal_confidence([text])
     assert p.status.tolist() == ['ok'] and p.conf.iloc[0] == pytest.approx(conf, abs=1e-15), p
 
 
 @pytest.mark.parametrize('text', ['Paris', 'The answer is 42', 'Lyon is unlikely', 'Version 2.0.8', 'It is low',
-                                  'Confidence: unsure', 'Paris (maybe)'])
+                                  'Confidence: unsure', 'Paris (maybe)', 'Confidence: 3/0'])
 def test_no_statement(text):
     assert parse_verbal_confidence([text]).status.tolist() == ['none']
 
@@ -198,3 +199,20 @@ def test_cli_report_verbalized_and_p_true_warn_with_file_and_line(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)['summary']['mean_conf'] == pytest.approx(np.mean([.9, .8, .3, .6]), rel=1e-12)
     assert f'(e.g. {p}:21: choices[0])' in r.stderr and 'records[' not in r.stderr, r.stderr
+
+
+def test_openai_logprobs_warnings_name_the_first_response(tmp_path):
+    "answer_span's warning names the first response without the marker; through the CLI as file:line."
+    from calibkit.extractors.llm import answer_span, read_openai_logprobs
+    def tok(text, lp): return {'token': text, 'logprob': lp, 'top_logprobs': []}
+    def resp(*toks, **gold): return {'choices': [{'logprobs': {'content': [tok(*t) for t in toks]}}], **gold}
+    recs = [resp(('Answer:', -0.1), (' Paris', -0.2), gold='Paris'), resp(('Paris', -0.3), gold='Paris'),
+            resp(('Answer:', -0.1), (' Lyon', -0.9), gold='Paris')] * 4
+    with pytest.warns(UserWarning, match=r'4 of 12 responses give no events: 4 lack marker .* \(e.g. records\[1\]: '
+                                         r'choices\[0\]\)'):
+        answer_span(*read_openai_logprobs(recs), 'Answer:')
+    p = write(tmp_path, [recs[0], ''] + recs[1:])
+    r = subprocess.run([sys.executable, '-m', 'calibkit', 'report', str(p), '--extractor', 'openai_logprobs',
+                        '--extractor-param', 'span=Answer:', '--json', '--n-bins', '2'], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert f'(e.g. {p}:3: choices[0])' in r.stderr and 'records[' not in r.stderr, r.stderr

@@ -337,7 +337,7 @@ def read_openai_texts(
 
 # %% ../../nbs/17_extract_llm.ipynb #0386ab4d
 VERBAL_WORDS = {
-    # Tian et al. (2023, §2, "Ling."), expressions of likelihood valued by human perception (Fagen-Ulmschneider 2015)
+    # Tian et al. (2023), "Ling. 1S", expressions of likelihood valued by human perception (Fagen-Ulmschneider 2015)
     'almost certain': .95, 'highly likely': .9, 'very good chance': .8, 'we believe': .75, 'probably': .7,
     'probable': .7, 'likely': .7, 'better than even': .6, 'about even': .5, 'probably not': .25, 'we doubt': .2,
     'unlikely': .2, 'little chance': .1, 'chances are slight': .1, 'improbable': .1, 'highly unlikely': .05,
@@ -346,7 +346,8 @@ VERBAL_WORDS = {
     'very high': .95, 'high': .9, 'medium': .5, 'moderate': .5, 'low': .2, 'very low': .05,
 }
 
-_NUM = r'(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<pct>%|percent\b)?'
+_NUM = (r'(?P<num>\d+(?:\.\d*)?|\.\d+)(?:\s*(?:/|out\s+of)\s*(?P<den>\d+(?:\.\d+)?))?'
+        r'\s*(?P<pct>%|percent\b)?')
 _LABEL = (r'\b(?:confidence|probability|certainty|likelihood)(?:\s+(?:level|score|estimate))?'
           r'(?:\s*\([^()\n]{0,20}\))?\s*(?:[:=]|\bis\b|\bof\b)?\s*')
 
@@ -388,6 +389,9 @@ def parse_verbal_confidence(
         g = m.groupdict()
         if g.get('word'): v = lower[g['word'].lower()]
         elif g.get('dec'): v = float(g['dec'])
+        elif g.get('den'):                                   # 8/10, 8 out of 10
+            if float(g['den']) == 0: out.append((np.nan, 'none', -1, -1, None)); continue
+            v = float(g['num']) / float(g['den'])
         else:
             v = float(g['num'])
             if g['pct'] or scale == 'percent' or (scale == 'auto' and v > 1): v /= 100
@@ -501,7 +505,7 @@ def p_true_events(
     normalize: bool = True,  # P(True) = yes / (yes + no) mass; False: the yes mass alone
     tol: float = 1e-4,  # how far above 0 a logprob may be (rounding); such logprobs are read as 0
 ) -> pd.DataFrame:  # events `item`, `line`, `choice`, `conf`, `correct`, `yes_mass`, `no_mass`, `floor`, `kind`
-    """P(True) (Kadavath et al. 2022, §3): the probability a model gives "True"/"Yes" at the first generated token,
+    """P(True) (Kadavath et al. 2022, §4): the probability a model gives "True"/"Yes" at the first generated token,
     from its `top_logprobs`, when asked whether a proposed answer is correct; `correct` = the record's `correct`.
     Choices without logprobs or top_logprobs, or (normalised) with neither a yes nor a no token among them, are
     counted and reported in a warning naming the first."""
