@@ -33,7 +33,7 @@ EXTRAS = 'dev,all,docs'
 # the study/tutorial notebooks `samples` executes headless; each writes its charts and tables to sample_outputs/
 # (the tutorials there because notebook runs set CALIBKIT_TUTORIAL_OUT to it: tools/nbcheck.py)
 DEMO_NOTEBOOKS = ['41_studies.ipynb', '90_tutorial_plugins.ipynb', '91_tutorial_twitter_pos.ipynb', '92_tutorial_coref.ipynb',
-                  '93_tutorial_seq2seq.ipynb', '94_tutorial_sparse_tagsets.ipynb']
+                  '93_tutorial_seq2seq.ipynb', '94_tutorial_sparse_tagsets.ipynb', '95_tutorial_generation.ipynb']
 # what must not change when notebooks are cleaned and the library is exported
 GENERATED = ['nbs', 'calibkit']
 ONE_THREAD = {'OMP_NUM_THREADS': '1', 'OPENBLAS_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'}

@@ -126,12 +126,19 @@ def load_input(path,  # an events file, score matrix, .logits file, or raw outpu
     except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
     suffix = path.suffix.lower()
     if extractor is not None:
-        try: ev = extractor.extract(raw_output(path))
-        except (ValueError, TypeError) as e:                 # a bad record, named records[i]: name its file:line
-            if isinstance(e, InputError) or suffix == '.npz': raise
-            msg = record_lines(first_line(e), path, read_text(path))
-            if msg == first_line(e): raise
-            raise InputError(msg) from None
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:     # its warnings name records[i] too: re-issued below
+            warnings.simplefilter('always')
+            try: ev = extractor.extract(raw_output(path))
+            except (ValueError, TypeError) as e:                 # a bad record, named records[i]: name its file:line
+                if isinstance(e, InputError) or suffix == '.npz': raise
+                msg = record_lines(first_line(e), path, read_text(path))
+                if msg == first_line(e): raise
+                raise InputError(msg) from None
+        text = read_text(path) if caught and suffix != '.npz' else None
+        for w in caught:
+            msg = str(w.message) if text is None else record_lines(str(w.message), path, text)
+            warnings.warn_explicit(msg, w.category, w.filename, w.lineno)
     elif suffix in ('.npz', '.npy'): return read_scores(path, threshold=default('threshold', threshold))
     elif suffix == '.logits' or (suffix in ('.jsonl', '.json') and _is_top_logits(path)):
         from calibkit.extractors.seq2seq import read_calibration_metric_logits

@@ -13,7 +13,7 @@ __all__ = ['register_extractors', 'register_groupers', 'register_recalibrators']
 from .extractors.taggers import SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor
 from .extractors.seq2seq import Seq2SeqExtractor
 from .extractors.coref import CorefMCExtractor
-from .extractors.llm import OpenAILogprobsExtractor
+from .extractors.llm import OpenAILogprobsExtractor, PTrueExtractor, VerbalizedConfidenceExtractor
 
 @hookimpl
 def register_extractors(
@@ -21,7 +21,7 @@ def register_extractors(
 ) -> None:
     "Register calibkit's built-in extractors (the `register_extractors` hook)."
     for cls in (SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor, Seq2SeqExtractor, CorefMCExtractor,
-                OpenAILogprobsExtractor):
+                OpenAILogprobsExtractor, VerbalizedConfidenceExtractor, PTrueExtractor):
         register(cls)
 
 # %% ../nbs/19_default_plugins.ipynb #fc75e667
@@ -35,14 +35,16 @@ def register_groupers(
     for cls in (Shared, TagFrequency, PerClass, BySubtag): register(cls)
 
 # %% ../nbs/19_default_plugins.ipynb #43bcd8a6
-from .recalibrators import BetaCalibration, HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS
+from .recalibrators import (BetaCalibration, HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS,
+                                    UncertaintyNormaliser)
 
 @hookimpl
 def register_recalibrators(
     register,  # the registry's callback: `register(cls)` adds one recalibrator class
 ) -> None:
     "Register calibkit's built-in recalibrators (the `register_recalibrators` hook)."
-    for cls in (HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS, BetaCalibration): register(cls)
+    for cls in (HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS, BetaCalibration,
+                UncertaintyNormaliser): register(cls)
 
 # %% ../nbs/19_default_plugins.ipynb #45084d27
 from .config import public_dir

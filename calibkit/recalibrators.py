@@ -9,13 +9,15 @@ import numpy as np, pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.exceptions import NotFittedError
 from .config import default
-from .events import as_pairs, check_conf, check_correct, check_int, check_float
+from .events import (as_pairs, check_choice, check_conf, check_correct, check_int, check_float, count_true,
+                             numeric_array)
 from .binning import bin_starts, sort_pairs, tie_runs
 
 # %% auto #0
-__all__ = ['EXPECTED_FAILED_CHECKS', 'as_scores', 'fit_pairs', 'like', 'Recalibrator', 'equal_mass_edges', 'bin_index',
-           'HistogramBinning', 'Isotonic', 'logistic_fit', 'Platt', 'BetaCalibration', 'fresh', 'ScalingBinning',
-           'ScalingBinningKLS', 'group_slices', 'Grouped']
+__all__ = ['EXPECTED_FAILED_CHECKS', 'NORMALISER_EXPECTED_FAILED_CHECKS', 'as_scores', 'fit_pairs', 'like', 'Recalibrator',
+           'equal_mass_edges', 'bin_index', 'HistogramBinning', 'Isotonic', 'logistic_fit', 'Platt', 'BetaCalibration',
+           'fresh', 'ScalingBinning', 'ScalingBinningKLS', 'group_slices', 'Grouped', 'as_uncertainty',
+           'UncertaintyNormaliser']
 
 # %% ../nbs/30_recalibrators.ipynb #db6a0c6f
 def _check_both(y: np.ndarray) -> None:
@@ -426,6 +428,99 @@ EXPECTED_FAILED_CHECKS = {
     'check_requires_y_none': 'y (correctness) is required unless X is an events frame',
 }
 "scikit-learn's generic estimator checks a recalibrator fails by design, with the reason (`check_estimator(..., expected_failed_checks=...)`)."
+
+# %% ../nbs/30_recalibrators.ipynb #29ae6604
+def as_uncertainty(
+    X,  # uncertainty scores (finite reals), shape (n,) or (n, 1), a Series, or a frame with a `score` column
+    name: str = 'X',  # the argument's name in error messages
+) -> np.ndarray:  # the scores as float64, shape (n,)
+    "Uncertainty scores (entropy, NLL, ...: finite reals) from X, shape (n,) or (n, 1), a Series, or a frame's `score`."
+    if isinstance(X, pd.DataFrame):
+        if 'score' not in X.columns: raise ValueError(f'{name}: frame lacks a score column; it has {list(X.columns)}')
+        X, name = X['score'], 'score'
+    a = X if isinstance(X, (np.ndarray, pd.Series)) else np.asarray(X)
+    if np.ndim(a) == 2:
+        if a.shape[1] != 1:
+            raise ValueError(f'{name} must have shape (n,) or (n, 1) (one feature: the score), got {a.shape}')
+        a = np.asarray(a)[:, 0]
+    a = numeric_array(a, name)
+    if a.dtype == bool: raise TypeError(f'{name} must be uncertainty scores (real numbers), got booleans')
+    a = a.astype(np.float64)
+    if not np.isfinite(a).all():
+        nan, inf = count_true(np.isnan(a)), count_true(np.isinf(a))
+        raise ValueError(f'{name}: {nan} of {a.size} values are NaN and {inf} infinite; '
+                         'uncertainty scores must be finite')
+    return a
+
+class UncertaintyNormaliser(Recalibrator):
+    """An unbounded uncertainty score (entropy, NLL, semantic entropy: higher = less confident) mapped to a confidence
+    in [0, 1] by a non-increasing fit of correctness on held-out events: isotonic (default) or logistic (Platt)."""
+    name = 'normaliser'
+    description = ('Uncertainty score (entropy, NLL, ...; higher = less sure, any real) to confidence: a '
+                   'non-increasing isotonic or logistic fit of correctness on the score')
+
+    def __init__(self,
+                 method: str = 'isotonic',  # 'isotonic' (non-increasing, linear between fit points) or 'platt' (a ≤ 0)
+                 ):
+        self.method = method
+
+    def fit(self, X, y=None):
+        "Learn the map from uncertainty scores X (or a frame with `score` and `correct`, y=None) and outcomes y."
+        check_choice('method', self.method, ('isotonic', 'platt'))
+        s = as_uncertainty(X)
+        if isinstance(X, pd.DataFrame) and y is None:
+            if 'correct' not in X.columns: raise ValueError(f'frame lacks a correct column; it has {list(X.columns)}')
+            y = X['correct']
+        if y is None: raise TypeError('y (correct) is required when X is not a frame with score and correct')
+        yy = check_correct(y, len(s))
+        _check_both(yy)
+        if self.method == 'isotonic': self._fit_isotonic(s, yy)
+        else: self._fit_platt(s, yy)
+        self.method_ = self.method
+        self.n_fit_, self.n_features_in_ = len(s), 1
+        return self
+
+    def _fit_isotonic(self, s, y):
+        from sklearn.isotonic import isotonic_regression
+        order = np.lexsort((y, s))
+        x, n, pos = tie_runs(s[order], y[order])                     # runs of equal scores
+        w = n.astype(np.float64)
+        f = isotonic_regression(pos / w, sample_weight=w, y_min=0, y_max=1, increasing=False)
+        keep = np.ones(len(f), bool)                                 # drop interior points of flat runs
+        keep[1:-1] = (f[1:-1] != f[:-2]) | (f[1:-1] != f[2:])
+        self.x_, self.y_ = x[keep], f[keep]
+
+    def _fit_platt(self, s, y):
+        n1 = float(np.count_nonzero(y)); n0 = len(y) - n1
+        t = np.where(y == 1, (n1 + 1) / (n1 + 2), 1 / (n0 + 2))      # Platt's smoothed targets
+        mu, sd = s.mean(), s.std() or 1.0                            # standardised: Newton is scale-free, rounding not
+        a, b = logistic_fit(((s - mu) / sd)[:, None], t, start=[0.0, 0.0])
+        if a > 0:                                                    # increasing in uncertainty: not a normaliser
+            a, b = 0.0, float(_logit(np.array([t.mean()]), 0)[0])    # the constant map at the smoothed base rate
+        self.a_, self.b_ = float(a / sd), float(b - a * mu / sd)
+
+    def _transform(self, s):
+        if self.method_ == 'isotonic': return np.interp(s, self.x_, self.y_)
+        from scipy.special import expit
+        return expit(self.a_ * s + self.b_)
+
+    def transform(self, X):
+        "Confidences in X's container: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series, a frame → a copy with conf."
+        self._check_fitted()
+        return like(X, self._transform(as_uncertainty(X)))
+
+    def predict(self, X) -> np.ndarray:
+        "The confidences as a 1-d array, whatever X's form."
+        self._check_fitted()
+        return self._transform(as_uncertainty(X))
+
+# %% ../nbs/30_recalibrators.ipynb #312c5755
+NORMALISER_EXPECTED_FAILED_CHECKS = {
+    **EXPECTED_FAILED_CHECKS,
+    'check_complex_data': 'complex X is refused with a TypeError (scores must be real); scikit-learn wants ValueError',
+    'check_positive_only_tag_during_fit': _MULTI + ' (negative scores themselves are accepted)',
+}
+"scikit-learn's generic checks `UncertaintyNormaliser` fails by design, with the reason (the siblings', two restated)."
 
 # %% ../nbs/30_recalibrators.ipynb #c57624d6
 from .config import public_dir

@@ -81,11 +81,12 @@ def test_builtins_are_listed_with_their_distribution():
     assert list(t.columns) == ['kind', 'name', 'description', 'distribution', 'version', 'params', 'reads', 'reads_optional']
     assert {r.plugin for table in P.registry().values() for r in table.values()} == {'calibkit.default_plugins'}
     mine = t[t.kind.isin(['grouper', 'recalibrator'])]
-    assert sorted(mine.name) == ['beta', 'by_subtag', 'histogram', 'isotonic', 'per_class', 'platt', 'scaling_binning', 'scaling_binning_kls', 'shared', 'tfg']
+    assert sorted(mine.name) == ['beta', 'by_subtag', 'histogram', 'isotonic', 'normaliser', 'per_class', 'platt',
+                                 'scaling_binning', 'scaling_binning_kls', 'shared', 'tfg']
     assert set(t.distribution) == {'calibkit'}                       # installed plugins are not loaded in tests
     assert set(t.version) == {importlib.metadata.version('calibkit')}
-    assert sorted(t.name[t.kind == 'extractor']) == ['coref_mc', 'crf_marginals', 'crfsuite', 'openai_logprobs', 'seq2seq',
-                                                   'softmax']
+    assert sorted(t.name[t.kind == 'extractor']) == ['coref_mc', 'crf_marginals', 'crfsuite', 'openai_logprobs',
+                                                   'p_true', 'seq2seq', 'softmax', 'verbalized']
     assert t.description.map(lambda d: bool(d) and '\n' not in d).all()
     assert t.groupby('kind').name.apply(lambda s: s.is_unique).all()
 
