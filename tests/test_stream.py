@@ -330,3 +330,16 @@ def test_metric_syncs_across_two_processes(binning):
         assert r['calib_mse_lower'] - SLACK <= ref <= r['calib_mse_upper'] + SLACK
         if binning == 'fixed_width': assert r['calib_mse'] == pytest.approx(ref, rel=1e-12)
     assert res[0] == res[1]                                      # both processes see the merged state
+
+
+@pytest.mark.parametrize('digits,k', [(None, 64), (2, 16), (None, 5000), (1, 3000)])
+def test_device_digest_equals_host_digest(digits, k):
+    from calibkit.stream import chunk_digest_torch, _combine
+    rng = np.random.default_rng(16)
+    q = rng.beta(5, 2, 20_000)
+    q = np.round(q, digits) if digits else q
+    y = (rng.random(len(q)) < q).astype(np.uint8)
+    a = _combine(chunk_digest(*sort_pairs(q, y), k))
+    b = _combine(chunk_digest_torch(torch.tensor(q), torch.tensor(y), k))
+    for f in ('h', 'n', 'sum_correct', 'lo', 'hi'): np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+    np.testing.assert_allclose(a.sum_conf, b.sum_conf, rtol=1e-12)
