@@ -81,7 +81,7 @@ def test_fixed_width_hand_case():
 @pytest.mark.parametrize('kind', KINDS)
 @pytest.mark.parametrize('k', [16, 256])
 def test_equal_mass_bound_contains_in_memory(kind, k):
-    q, y = events(40_000, 3, kind)
+    q, y = events(20_000, 3, kind)
     r = stream(q, y, n_bins=10, sketch=k).compute()
     assert r.stats.total == len(q) and r.stats.sum_correct.sum() == y.sum()
     assert within(calib_mse(q, y, n_bins=10), r.calib_mse)
@@ -123,9 +123,9 @@ def test_bin_size_spec():
     assert within(calib_mse(q, y, bin_size=1000), r.calib_mse)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(20, 3000), digits=st.integers(1, 6), n_bins=st.integers(1, 25), k=st.integers(1, 80),
-       batch=st.integers(1, 700), seed=st.integers(0, 2**31), a=st.floats(0.2, 5), b=st.floats(0.2, 5))
+       batch=st.integers(50, 700), seed=st.integers(0, 2**31), a=st.floats(0.2, 5), b=st.floats(0.2, 5))
 def test_bound_property(n, digits, n_bins, k, batch, seed, a, b):
     rng = np.random.default_rng(seed)
     q = np.round(rng.beta(a, b, n), digits)
@@ -296,40 +296,45 @@ def test_metric_merge_state(binning):
                                                      fixed_width_stats(q, y, n_bins=10).sq_error()) <= float(out['calib_mse_upper']) + SLACK
 
 
-def _ddp_worker(rank, world, port, binning, out):
+def _ddp_worker(rank, world, port, out):
     import torch.distributed as dist
     dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=world)
     try:
         q, y = events(20_000, 15)
         part = np.array_split(np.arange(len(q)), world)[rank]
-        m = StreamMetric(10, binning=binning, sketch=64)
-        for s in range(0, len(part), 3000):
-            ix = part[s:s + 3000]
-            m.update(torch.tensor(q[ix]), torch.tensor(y[ix]))
-        res = {k: float(v) for k, v in m.compute().items()}     # compute syncs the states of both processes
+        res = {}
+        for binning in ('fixed_width', 'equal_mass'):
+            m = StreamMetric(10, binning=binning, sketch=64)
+            for s in range(0, len(part), 3000):
+                ix = part[s:s + 3000]
+                m.update(torch.tensor(q[ix]), torch.tensor(y[ix]))
+            res[binning] = {k: float(v) for k, v in m.compute().items()}   # compute syncs both processes' states
         out.put((rank, res))
     finally:
         dist.destroy_process_group()
 
 
-@pytest.mark.parametrize('binning', ['fixed_width', 'equal_mass'])
-def test_metric_syncs_across_two_processes(binning):
+def test_metric_syncs_across_two_processes():
+    "Two processes (gloo on 127.0.0.1), each with half the events: after the sync both see all of them."
     import socket
     import torch.multiprocessing as mp
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
     ctx = mp.get_context('spawn')
     out = ctx.Queue()
-    procs = [ctx.Process(target=_ddp_worker, args=(r, 2, port, binning, out)) for r in range(2)]
+    procs = [ctx.Process(target=_ddp_worker, args=(r, 2, port, out)) for r in range(2)]
     for p in procs: p.start()
-    res = dict(out.get(timeout=120) for _ in procs)
+    res = dict(out.get(timeout=300) for _ in procs)
     for p in procs: p.join(60)
     q, y = events(20_000, 15)
-    ref = (calib_mse(q, y, n_bins=10) if binning == 'equal_mass' else fixed_width_stats(q, y, n_bins=10).sq_error())
-    for r in res.values():
-        assert r['calib_mse_lower'] - SLACK <= ref <= r['calib_mse_upper'] + SLACK
-        if binning == 'fixed_width': assert r['calib_mse'] == pytest.approx(ref, rel=1e-12)
-    assert res[0] == res[1]                                      # both processes see the merged state
+    refs = dict(equal_mass=calib_mse(q, y, n_bins=10), fixed_width=fixed_width_stats(q, y, n_bins=10).sq_error())
+    one = {b: stream(q, y, batch=3000, n_bins=10, binning=b, sketch=64).compute() for b in refs}
+    for binning, ref in refs.items():
+        for r in res.values():
+            assert r[binning]['calib_mse_lower'] - SLACK <= ref <= r[binning]['calib_mse_upper'] + SLACK
+            assert r[binning]['calib_mse'] == pytest.approx(one[binning].calib_mse.value, rel=0.2)
+            if binning == 'fixed_width': assert r[binning]['calib_mse'] == pytest.approx(ref, rel=1e-12)
+        assert res[0][binning] == res[1][binning]                   # both processes see the merged state
 
 
 @pytest.mark.parametrize('digits,k', [(None, 64), (2, 16), (None, 5000), (1, 3000)])
