@@ -37,7 +37,7 @@ _LAZY = {name: (module, name) for module, names in _CORE.items() for name in nam
 }
 _SUBMODULES = {'config', 'binning', 'metrics', 'plugins', 'charts', 'studies', 'report', 'recalibrators', 'groupers', 'extractors', 'models',
                'datasets', 'sparse', 'inputs', 'cli', 'demos', 'dask', 'diagnostics', 'multiclass', 'significance',
-               'selective', 'conformal'}
+               'selective', 'conformal', 'stream', 'torchmetric'}
 
 
 def __getattr__(name):
