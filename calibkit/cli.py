@@ -158,6 +158,41 @@ def read_stdin(fmt: str | None,  # the --format: csv, jsonl or parquet
         while chunk := sys.stdin.buffer.read(1 << 20): f.write(chunk)
     return path
 
+# %% ../nbs/62_cli.ipynb #ef38d416
+DASK_LOCAL = dict(dashboard_address=None)   # keyword arguments of the LocalCluster `--dask` starts (tests: processes=False)
+DASK_TIMEOUT = '10s'   # how long `--dask ADDRESS` waits for the scheduler
+
+def is_many(spec,  # an input as typed: a file, a folder, a glob pattern or -
+            ) -> bool:
+    "Whether an input names several files: a folder, or a glob pattern (a file whose name holds `*?[` is a file)."
+    s = str(spec)
+    return s != '-' and not Path(s).is_file() and (bool(set('*?[') & set(s)) or Path(s).is_dir())
+
+def input_name(spec,  # an input as typed
+               ) -> str:
+    "The name a report folder is given after its input: a file's stem, a folder's name, a glob's folder and pattern."
+    s = str(spec)
+    if s == '-': return 'stdin'
+    if not is_many(s) or Path(s).is_dir(): return Path(s).stem or 'events'
+    p = Path(s)
+    stem = ''.join(ch for ch in p.stem if ch not in '*?[]').strip('-_.') or 'events'
+    return f'{p.parent.name}-{stem}' if p.parent.name else stem
+
+@contextlib.contextmanager
+def dask_cluster(address: str | None,  # None: no cluster; '' (--dask alone): a LocalCluster; else a scheduler's address
+                 ):
+    "The dask client `--dask` asks for, closed afterwards: a LocalCluster sized to the machine, or a connection to `address`."
+    if address is None: yield None; return
+    try: from distributed import Client, LocalCluster
+    except ImportError: raise CLIError(EX_UNAVAILABLE, "--dask needs the dask extra: pip install 'calibkit[dask]'") from None
+    if not address:
+        with LocalCluster(**DASK_LOCAL) as cluster, Client(cluster) as client: yield client
+        return
+    try: client = Client(address, timeout=DASK_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as e:
+        raise CLIError(EX_UNAVAILABLE, f'--dask {address}: no dask scheduler answers ({first_line(e)})') from None
+    with client: yield client
+
 # %% ../nbs/62_cli.ipynb #e053c9d9
 def _plugin(kind: str, name, params):
     "The plugin instance `name` built with `params` (K=V pairs): an unknown name exits 2, a refused parameter 65."
@@ -201,41 +236,6 @@ def _out(args):
     out = Path(args.out) if args.out else Path.cwd()/f'{name}-calibration'
     from calibkit.report import REPORT_FILES
     return claim(out, REPORT_FILES, force=args.force, inputs=[args.input, args.fit, args.counts])
-
-# %% ../nbs/62_cli.ipynb #ef38d416
-DASK_LOCAL = dict(dashboard_address=None)   # keyword arguments of the LocalCluster `--dask` starts (tests: processes=False)
-DASK_TIMEOUT = '10s'   # how long `--dask ADDRESS` waits for the scheduler
-
-def is_many(spec,  # an input as typed: a file, a folder, a glob pattern or -
-            ) -> bool:
-    "Whether an input names several files: a folder, or a glob pattern (a file whose name holds `*?[` is a file)."
-    s = str(spec)
-    return s != '-' and not Path(s).is_file() and (bool(set('*?[') & set(s)) or Path(s).is_dir())
-
-def input_name(spec,  # an input as typed
-               ) -> str:
-    "The name a report folder is given after its input: a file's stem, a folder's name, a glob's folder and pattern."
-    s = str(spec)
-    if s == '-': return 'stdin'
-    if not is_many(s) or Path(s).is_dir(): return Path(s).stem or 'events'
-    p = Path(s)
-    stem = ''.join(ch for ch in p.stem if ch not in '*?[]') or 'events'
-    return f'{p.parent.name}-{stem}' if p.parent.name else stem
-
-@contextlib.contextmanager
-def dask_cluster(address: str | None,  # None: no cluster; '' (--dask alone): a LocalCluster; else a scheduler's address
-                 ):
-    "The dask client `--dask` asks for, closed afterwards: a LocalCluster sized to the machine, or a connection to `address`."
-    if address is None: yield None; return
-    try: from distributed import Client, LocalCluster
-    except ImportError: raise CLIError(EX_UNAVAILABLE, "--dask needs the dask extra: pip install 'calibkit[dask]'") from None
-    if not address:
-        with LocalCluster(**DASK_LOCAL) as cluster, Client(cluster) as client: yield client
-        return
-    try: client = Client(address, timeout=DASK_TIMEOUT)
-    except (OSError, TimeoutError, ValueError) as e:
-        raise CLIError(EX_UNAVAILABLE, f'--dask {address}: no dask scheduler answers ({first_line(e)})') from None
-    with client: yield client
 
 # %% ../nbs/62_cli.ipynb #23cd96c0
 def _threshold(ev, threshold, name: str):

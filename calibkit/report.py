@@ -397,6 +397,8 @@ def stage_name(stage: str,  # 'before' or 'after'
     return f'after {recalibrator}{per}, fitted on {fit_name or "the fit events"} ({n_fit:,} events)'
 
 # %% ../nbs/60_report.ipynb #2ec4d304
+def _is_dask(x) -> bool: return type(x).__module__.split('.')[0] in ('dask', 'dask_expr')   # no import of dask
+
 def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, correct (and label, to group)
                        *, fit: pd.DataFrame | None = None,  # held-out events the recalibrator is fitted on
                        counts=None,  # training label counts the grouper is fitted on (default: fit's or events' labels)
@@ -493,9 +495,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
 # %% ../nbs/60_report.ipynb #a2709445
 DASK_SAMPLE = 10**6   # events drawn for what a dask report computes on a sample: significance and selective prediction
 
-def _is_dask(x) -> bool: return type(x).__module__.split('.')[0] in ('dask', 'dask_expr')   # no import of dask
-
-def _dask_stage(ev, *, n_bins, bin_size, binning, level, n_samples, seed, sample_size):
+def _dask_stage(ev, *, n_bins, bin_size, binning, level, n_samples, seed, sample_size, sketch):
     "One stage of a dask report: its bins (and their certified bound), metrics, bands, verdict, and the sampled tests."
     import calibkit.dask as cd
     if binning == 'fixed_width': st, bound = cd.fixed_width_stats(ev, n_bins=n_bins, moments=True), None
@@ -503,7 +503,7 @@ def _dask_stage(ev, *, n_bins, bin_size, binning, level, n_samples, seed, sample
         spec = dict(bin_size=bin_size) if bin_size is not None else dict(n_bins=default('n_bins', n_bins))
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', message='.*equal-mass bin.*empty')   # the bound below states it
-            full = cd.equal_mass_stats(ev, moments=True, **spec)
+            full = cd.equal_mass_stats(ev, moments=True, sketch=sketch, **spec)
         err = cd.equal_mass_error(full, **spec)
         bound = dict(max_rank_error=int(err.rank_error.max(initial=0)), calib_mse=err.calib_mse, ece_l1=err.ece)
         st = full.nonempty()
@@ -538,6 +538,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                 fit_name: str | None = None,  # what the fit events are called in the report
                 meta: dict | None = None,  # extra provenance recorded in metrics.json
                 sample_size: int = DASK_SAMPLE,  # events sampled for the significance tests and selective prediction
+                sketch=None,  # values kept per partition to place equal-mass edges (default: `calibkit.dask.sketch_size`)
                 ) -> Report:
     "`calibration_report` of a dask events frame, out of core: the same tables from passes over its partitions."
     import calibkit.dask as cd
@@ -556,7 +557,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
         raise ValueError("binning='adaptive' needs the events in memory (it searches the sorted events); out of core, "
                          "use 'equal_mass' or 'fixed_width'")
     kw = dict(n_bins=n_bins, bin_size=bin_size, binning=binning, level=level, n_samples=n_samples, seed=seed,
-              sample_size=sample_size)
+              sample_size=sample_size, sketch=sketch)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         g = make_grouper(grouper, n_groups)
@@ -608,7 +609,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                                selective=selective_summary(rk).to_dict())
             if g is None: continue
             mapping = pd.Series(np.asarray(g.assign(pd.Series(labels.index))), index=labels.index)
-            gb = cd.group_stats(ev, mapping, n_bins=n_bins, bin_size=bin_size, binning=binning)
+            gb = cd.group_stats(ev, mapping, n_bins=n_bins, bin_size=bin_size, binning=binning, sketch=sketch)
             t = group_metrics(gb.stats, gb.group, level=level, n_samples=n_samples, seed=seed)
             t['n_labels'] = mapping[labels > 0].value_counts().reindex(t.group).fillna(0).astype(int).to_numpy()
             if gb.calib_mse_bound is not None:     # |√a − √b| ≤ √|a − b|: the GMCE's certified bound

@@ -86,15 +86,15 @@ def test_cli_dask_equals_in_memory_within_bounds(data, local, tmp_path, capsys):
     # N / SHARDS events per partition are below the default sketch (2^22 / SHARDS values): every value is kept, the
     # edges are exact and so is the bound (0); test_api_... shrinks the sketch for a non-trivial bound
     assert b == dict(max_rank_error=0, calib_mse=0.0, ece_l1=0.0)
-    assert abs(metric(dk, 'calib_mse') - metric(mem, 'calib_mse')) <= b['calib_mse']
-    assert abs(metric(dk, 'ece_l1') - metric(mem, 'ece_l1')) <= b['ece_l1']
+    assert abs(metric(dk, 'calib_mse') - metric(mem, 'calib_mse')) <= b['calib_mse'] + 1e-15
+    assert abs(metric(dk, 'ece_l1') - metric(mem, 'ece_l1')) <= b['ece_l1'] + 1e-15
     assert metric(dk, 'brier') == pytest.approx(metric(mem, 'brier'), rel=1e-12)        # a sum over events: exact
     ms = {k: v for k, v in mem['summary'].items() if k != 'files'}
     assert dk['summary'] == pytest.approx(ms, rel=1e-12)                 # sums in another order
     # the sample holds all N events (N < DASK_SAMPLE): the significance test is the in-memory one
     assert dk['stages']['before']['significance'] == mem['stages']['before']['significance']
     gd, gm = (pd.DataFrame(m['groups']).set_index('group') for m in (dk, mem))
-    assert (abs(gd.gmce - gm.gmce) <= gd.gmce_bound).all() and (gd.n_events == gm.n_events).all()
+    assert (abs(gd.gmce - gm.gmce) <= gd.gmce_bound + 1e-12).all() and (gd.n_events == gm.n_events).all()
     assert 'sketched edges (out of core)' in dk['stages']['before']['bins_note']
     out = tmp_path/'rep'                                       # the written report, through the safe output protocol
     assert cli.main(['report', str(d/'test'), '--dask', '--n-samples', '100', '--out', str(out), '--quiet']) == 0
@@ -129,12 +129,10 @@ def test_cli_dask_address(data, capsys):
     assert dk['summary']['events'] == N and dk['meta']['out_of_core']['partitions'] == SHARDS
 
 
-def test_api_dask_frame_is_the_same_entry(data, monkeypatch):
+def test_api_dask_frame_is_the_same_entry(data):
     "calibration_report takes a dask frame; with a small sketch the bound is non-trivial and holds."
-    import calibkit.dask as ckd
-    monkeypatch.setattr(ckd, 'SKETCH_BUDGET', 2**12)        # 585 values kept per partition of 14,286 events
     d, ev, _ = data
-    dk = dask_report(dd.from_pandas(ev, npartitions=7), n_samples=100, sample_size=50_000)
+    dk = dask_report(dd.from_pandas(ev, npartitions=7), n_samples=100, sample_size=50_000, sketch=500)   # of 14,286
     mem = calibration_report(ev, n_samples=100)
     b = dk.stages['before']['equal_mass_bound']
     assert 0 < b['max_rank_error'] <= N // 100 and 0 < b['calib_mse'] < 2e-3
