@@ -590,10 +590,9 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                                mean_conf=float(st.sum_conf.sum() / st.total))
                 if labels is not None: summary['labels'] = int((labels > 0).sum())
                 drawn = len(se.cs)
-                said.append(f'out of core: the significance tests and selective prediction use a uniform random sample '
-                            f'of {drawn:,} of the {st.total:,} events; every other number uses all events'
-                            if drawn < st.total else 'out of core: every number uses all events (the sample for the '
-                            'significance tests and selective prediction holds them all)')
+                if drawn < st.total:                     # else the sample holds every event: nothing to say
+                    said.append(f'out of core: the significance tests and selective prediction use a uniform random sample '
+                                f'of {drawn:,} of the {st.total:,} events; every other number uses all events')
             if stage == 'after' and n_fit is None: n_fit = int(len(fit))
             metrics += [dict(stage=stage, **r) for r in rows]
             bins.append(bt.reset_index().assign(stage=stage, group='all'))
