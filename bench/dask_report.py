@@ -40,7 +40,7 @@ def worker_peaks(client) -> dict:
 def report(folder: Path, out: Path, *extra) -> tuple[dict, float, float]:
     "Run `calibkit report` in a process of its own: (metrics.json, seconds, its peak RSS in MB)."
     code = (f'import resource, subprocess, sys, time; t = time.perf_counter(); '
-            f'r = subprocess.run({[EXE, "report", str(folder), "--out", str(out), "--force", "--quiet", *extra]!r}); '
+            f'r = subprocess.run({[EXE, "report", str(folder), "--out", str(out), "--force", "--quiet", *extra]!r}, stdout=subprocess.DEVNULL); '
             f'print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**10); '
             f'sys.exit(r.returncode)')
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)

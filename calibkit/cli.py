@@ -159,7 +159,8 @@ def read_stdin(fmt: str | None,  # the --format: csv, jsonl or parquet
     return path
 
 # %% ../nbs/62_cli.ipynb #ef38d416
-DASK_LOCAL = dict(dashboard_address=None)   # keyword arguments of the LocalCluster `--dask` starts (tests: processes=False)
+import logging
+DASK_LOCAL = dict(dashboard_address=':0', silence_logs=logging.ERROR)   # the LocalCluster `--dask` starts (tests: processes=False)
 DASK_TIMEOUT = '10s'   # how long `--dask ADDRESS` waits for the scheduler
 
 def is_many(spec,  # an input as typed: a file, a folder, a glob pattern or -
@@ -247,28 +248,40 @@ def _threshold(ev, threshold, name: str):
     out.attrs.update(ev.attrs, n_cells=len(ev), n_dropped=int((~keep).sum()), threshold=threshold)
     return out
 
-def _read_files(args, xt):
-    "The events and fit events when an input names several files, or with --dask: in memory, or lazily (dask)."
-    from calibkit.inputs import NoInputError, event_files, read_event_files, read_counts
+def _files(spec) -> list:
+    from calibkit.inputs import NoInputError, event_files
+    try: return event_files(spec)
+    except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
+
+def _check_files(args) -> None:
+    "With several files or --dask: usage errors (2), no files (66), mixed types or columns (65), before any cluster starts."
     dask_ = getattr(args, 'dask', None)
-    if args.input == '-': raise CLIError(EX_USAGE, '--dask reads files (a folder, a glob or a file), not standard input')
-    if xt is not None: raise CLIError(EX_USAGE, '--extractor reads one raw output file: not with a folder, a glob or --dask')
+    if dask_ is None and not is_many(args.input) and not (args.fit and is_many(args.fit)): return
+    if args.input == '-': raise CLIError(EX_USAGE, 'a folder, a glob or --dask reads files, not standard input')
+    if args.extractor: raise CLIError(EX_USAGE, '--extractor reads one raw output file: not with a folder, a glob or --dask')
     if dask_ is not None and args.threshold is not None:
         raise CLIError(EX_USAGE, '--threshold applies to events read in memory, not with --dask')
-    def files(spec):
-        try: return event_files(spec)
-        except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
+    from calibkit.inputs import check_schemas
     with failing_as(EX_DATAERR):
-        if dask_ is not None:
+        for spec in (args.input, args.fit):
+            if spec is not None and (dask_ is not None or is_many(spec)): check_schemas(_files(spec))
+
+def _read_files(args, xt):
+    "The events and fit events when an input names several files, or with --dask: in memory, or lazily (dask)."
+    from calibkit.inputs import read_event_files, read_counts
+    _check_files(args)
+    with failing_as(EX_DATAERR):
+        if getattr(args, 'dask', None) is not None:
             import calibkit.dask as cd
-            read = lambda spec: cd.read_events(files(spec))
+            read = lambda spec: cd.read_events(_files(spec))
         else:
-            read = lambda spec: (_threshold(read_event_files(files(spec)), args.threshold, spec) if is_many(spec)
+            read = lambda spec: (_threshold(read_event_files(_files(spec)), args.threshold, spec) if is_many(spec)
                                  else load_input(spec, args.threshold))
         ev = read(args.input)
         fit = read(args.fit) if args.fit else None
         counts = read_counts(args.counts) if args.counts else None
     return ev, fit, counts
+
 
 # %% ../nbs/62_cli.ipynb #93f8a911
 def _read_all(args, xt):
@@ -291,6 +304,7 @@ def _read_all(args, xt):
 
 def cmd_report(args,  # the parsed flags of `calibkit report`
                ) -> int:
+    _check_files(args)                                # several files, --dask: checked before a cluster starts
     with dask_cluster(getattr(args, 'dask', None)): return _report(args)   # --dask: the cluster lives for the run
 
 def _report(args) -> int:

@@ -42,7 +42,7 @@ def data(tmp_path_factory):
 def local(monkeypatch):
     "`--dask` starts a threaded LocalCluster in this process (fast to start)."
     monkeypatch.setattr(cli, 'DASK_LOCAL', dict(processes=False, n_workers=1, threads_per_worker=2,
-                                                dashboard_address=None, silence_logs=logging.ERROR))
+                                                dashboard_address=':0', silence_logs=logging.ERROR))
 
 
 def run(*argv, capsys) -> dict:
@@ -125,7 +125,7 @@ def test_cli_dask_address(data, capsys):
     "--dask ADDRESS connects to a running scheduler."
     d, _, _ = data
     with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2, protocol='tcp',
-                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+                                  dashboard_address=':0', silence_logs=logging.ERROR) as cluster:
         dk = run(d/'test', '--dask', cluster.scheduler_address, '--n-samples', 100, capsys=capsys)
     assert dk['summary']['events'] == N and dk['meta']['out_of_core']['partitions'] == SHARDS
 
@@ -167,7 +167,7 @@ def test_errors_are_one_line_with_their_exit_status(data, tmp_path):
     (mixed/'b.parquet').unlink(); (mixed/'c.csv').write_text('conf,correct\n0.5,1\n')
     assert 'mixes file types' in one_line(calibkit('report', mixed, '--json'), 65)
     assert '--threshold applies' in one_line(calibkit('report', d/'test', '--dask', '--threshold', .5, '--json'), 2)
-    assert 'not standard input' in one_line(calibkit('report', '-', '--format', 'csv', '--dask', '--json', stdin=''), 2)
+    assert 'reads files, not standard input' in one_line(calibkit('report', '-', '--format', 'csv', '--dask', '--json', stdin=''), 2)
 
 
 def test_dask_extra_missing_exits_69(data, monkeypatch, capsys):
