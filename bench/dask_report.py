@@ -4,8 +4,8 @@
 
 1. Writes Parquet folders of `--n` and `--mem-n` events with dask (`dask.array.random.default_rng(42)`: q ~ Beta(2, 5),
    y ~ Bernoulli(q^1.3); chunks of `--chunk` events, one file each), never materialised.
-2. Starts a LocalCluster of 2 worker processes × 1 thread with a 2 GB memory limit each, restarts its workers (fresh
-   peak RSS), and runs `calibkit report DIR --dask ADDRESS` in a process of its own: its wall time, the peak RSS of the
+2. Starts a fresh LocalCluster of 2 worker processes × 1 thread with a 2 GB memory limit each (fresh peak RSS),
+   and runs `calibkit report DIR --dask ADDRESS` in a process of its own: its wall time, the peak RSS of the
    client (that process, `ru_maxrss` of the child) and of each worker (`ru_maxrss` of the worker process).
 3. Runs the in-memory `calibkit report DIR` (no --dask) on the `--mem-n` folder (time, peak RSS), and the --dask report on
    the same folder, and compares their numbers against the certified bounds.
@@ -62,20 +62,21 @@ def main():
     a = p.parse_args()
     n, mem_n, chunk, data = int(a.n), int(a.mem_n), int(a.chunk), Path(a.data)
     big, small = data/f'events-{n:.0e}', data/f'events-{mem_n:.0e}'
-    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit='2GB', processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    cluster_kw = dict(n_workers=2, threads_per_worker=1, memory_limit='2GB', processes=True,
+                      dashboard_address=':0', silence_logs=logging.ERROR)
+    with LocalCluster(**cluster_kw) as cluster, Client(cluster) as client:
         wt = write(big, n, chunk), write(small, mem_n, min(chunk, mem_n // 4))
-        print(f'written: {n:,} events in {wt[0]:.0f} s, {mem_n:,} in {wt[1]:.0f} s (0: already there)')
-        size = lambda f: sum(p.stat().st_size for p in f.glob('*.parquet')) / 2**20
-        rows = []
-        for label, folder in ((f'{n:.0e}', big), (f'{mem_n:.0e}', small)):
-            client.restart()
+    print(f'written: {n:,} events in {wt[0]:.0f} s, {mem_n:,} in {wt[1]:.0f} s (0: already there)')
+    size = lambda f: sum(p.stat().st_size for p in f.glob('*.parquet')) / 2**20
+    rows = []
+    for label, folder in ((f'{n:.0e}', big), (f'{mem_n:.0e}', small)):
+        with LocalCluster(**cluster_kw) as cluster, Client(cluster) as client:   # fresh workers: their own peak RSS
             m, secs, peak = report(folder, data/f'out-dask-{label}', '--dask', cluster.scheduler_address)
             wp = worker_peaks(client)
-            rows.append((label, folder, m, secs, peak, wp))
-            print(f'| `calibkit report {folder.name} --dask ADDRESS` | {m["summary"]["events"]:,} | {size(folder):.0f} MB '
-                  f'| {secs:.0f} s | client {peak:.0f} MB; workers ' + ', '.join(f'{v:.0f}' for v in wp.values()) + ' MB |',
-                  flush=True)
+        rows.append((label, folder, m, secs, peak, wp))
+        print(f'| `calibkit report {folder.name} --dask ADDRESS` | {m["summary"]["events"]:,} | {size(folder):.0f} MB '
+              f'| {secs:.0f} s | client {peak:.0f} MB; workers ' + ', '.join(f'{v:.0f}' for v in wp.values()) + ' MB |',
+              flush=True)
     mm, msecs, mpeak = report(small, data/'out-mem', )
     print(f'| `calibkit report {small.name}` (in memory) | {mm["summary"]["events"]:,} | {size(small):.0f} MB | {msecs:.0f} s '
           f'| {mpeak:.0f} MB |')
