@@ -160,7 +160,7 @@ def read_stdin(fmt: str | None,  # the --format: csv, jsonl or parquet
 
 # %% ../nbs/62_cli.ipynb #ef38d416
 import logging
-DASK_LOCAL = dict(dashboard_address=':0', silence_logs=logging.ERROR)   # the LocalCluster `--dask` starts (tests: processes=False)
+DASK_LOCAL = dict(dashboard_address=':0', silence_logs=logging.ERROR)   # the --dask LocalCluster (tests: processes=False)
 DASK_TIMEOUT = '10s'   # how long `--dask ADDRESS` waits for the scheduler
 
 def is_many(spec,  # an input as typed: a file, a folder, a glob pattern or -
@@ -182,10 +182,11 @@ def input_name(spec,  # an input as typed
 @contextlib.contextmanager
 def dask_cluster(address: str | None,  # None: no cluster; '' (--dask alone): a LocalCluster; else a scheduler's address
                  ):
-    "The dask client `--dask` asks for, closed afterwards: a LocalCluster sized to the machine, or a connection to `address`."
+    "The client `--dask` asks for, closed after: a LocalCluster sized to the machine, or one connected to `address`."
     if address is None: yield None; return
     try: from distributed import Client, LocalCluster
-    except ImportError: raise CLIError(EX_UNAVAILABLE, "--dask needs the dask extra: pip install 'calibkit[dask]'") from None
+    except ImportError:
+        raise CLIError(EX_UNAVAILABLE, "--dask needs the dask extra: pip install 'calibkit[dask]'") from None
     if not address:
         with LocalCluster(**DASK_LOCAL) as cluster, Client(cluster) as client: yield client
         return
@@ -254,11 +255,12 @@ def _files(spec) -> list:
     except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
 
 def _check_files(args) -> None:
-    "With several files or --dask: usage errors (2), no files (66), mixed types or columns (65), before any cluster starts."
+    "Several files or --dask: usage errors (2), no files (66), mixed types or columns (65), before a cluster starts."
     dask_ = getattr(args, 'dask', None)
     if dask_ is None and not is_many(args.input) and not (args.fit and is_many(args.fit)): return
     if args.input == '-': raise CLIError(EX_USAGE, 'a folder, a glob or --dask reads files, not standard input')
-    if args.extractor: raise CLIError(EX_USAGE, '--extractor reads one raw output file: not with a folder, a glob or --dask')
+    if args.extractor:
+        raise CLIError(EX_USAGE, '--extractor reads one raw output file: not with a folder, a glob or --dask')
     if dask_ is not None and args.threshold is not None:
         raise CLIError(EX_USAGE, '--threshold applies to events read in memory, not with --dask')
     from calibkit.inputs import check_schemas

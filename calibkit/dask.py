@@ -364,16 +364,17 @@ from .events import check_choice
 from .inputs import EVENT_SUFFIXES, InputError, check_schemas, event_files, show_path
 
 def read_events(
-    spec,  # a folder, a glob pattern or one file of Parquet or CSV/TSV events (`calibkit.inputs.event_files`), or a list of files
+    spec,  # a folder, glob or file of Parquet or CSV/TSV events (`calibkit.inputs.event_files`), or a list of files
     *,
     blocksize: str | int = '64MB',  # CSV bytes per partition
 ) -> dd.DataFrame:  # `conf, correct` (+ `label` as text), lazily
-    "A dask events frame over Parquet or CSV files, read lazily (only `conf`, `correct`, `label`); schemas checked first."
+    "A dask events frame over Parquet or CSV files, read lazily (`conf`, `correct`, `label`); schemas checked first."
     files = [Path(p) for p in spec] if isinstance(spec, (list, tuple)) else event_files(spec)
     cols = check_schemas(files)
     where = show_path(files[0]) if len(files) == 1 else f'{show_path(files[0].parent)} ({len(files)} files)'
     missing = [c for c in ('conf', 'correct') if c not in cols]
-    if missing: raise InputError(f'{where}: missing column(s) {missing}; found {cols}. An events file needs conf (0..1) and correct (0/1)')
+    if missing: raise InputError(f'{where}: missing column(s) {missing}; found {cols}. An events file needs '
+                                 'conf (0..1) and correct (0/1)')
     use = [c for c in ('conf', 'correct', 'label') if c in cols]
     kind = EVENT_SUFFIXES.get(files[0].suffix.lower())
     paths = [str(p) for p in files]
@@ -384,16 +385,17 @@ def read_events(
         sep = '\t' if files[0].suffix.lower() == '.tsv' else ','
         df = dd.read_csv(paths, sep=sep, usecols=use, blocksize=blocksize, dtype={'label': str}, keep_default_na=False,
                          na_values={c: ['', 'NA', 'NaN', 'nan', 'null', 'None'] for c in ('conf', 'correct')})
-    else: raise InputError(f'{where}: {kind} files cannot be read lazily; read them in memory (calibkit.inputs.read_event_files)')
+    else: raise InputError(f'{where}: {kind} files cannot be read lazily; read them in memory '
+                           '(calibkit.inputs.read_event_files)')
     if 'label' in use: df = df.astype({'label': str})
     return df
 
 # %% ../nbs/70_dask.ipynb #87c9667b
 class GroupStats(NamedTuple):
-    "Every group's bins (as `calibkit.binning.group_bins`) and, for sketched equal-mass bins, each group's certified bound."
+    "Every group's bins (as `calibkit.binning.group_bins`) and, for sketched equal-mass bins, their certified bounds."
     stats: BinStats          # every group's non-empty bins, in turn
     group: np.ndarray        # each bin's group (the values of the label → group map)
-    calib_mse_bound: pd.Series | None   # group -> bound on |CalibMSE - CalibMSE of exact bins| (None: fixed-width, exact)
+    calib_mse_bound: pd.Series | None   # group -> bound on |CalibMSE - CalibMSE of exact bins| (None: fixed-width)
 
 def _fixed_width_groups_block(part, n_bins: int, groups, moments: bool):
     c, y, bad = _clean(*part[:2])
@@ -416,7 +418,7 @@ def group_stats(
     moments: bool = False,  # also sum conf², conf·correct
     sketch=None,  # values kept per partition and group (default: see `sketch_size`)
 ) -> GroupStats:
-    "Every group's bins of a dask events frame as `calibkit.binning.group_bins` gives them, with each group's certified bound for equal-mass bins."
+    "Every group's bins of a dask events frame, as `calibkit.binning.group_bins` gives them, and certified bounds."
     check_choice('binning', binning, ('equal_mass', 'fixed_width'))
     if n_bins is not None and bin_size is not None: raise ValueError('give at most one of n_bins and bin_size')
     mapping, index = grp = _groups(groups)
@@ -439,19 +441,25 @@ def group_stats(
         spec = lambda n: bin_starts(n, n_bins=min(n_bins, int(n)))
     out = _equal_mass(parts, spec, grp, moments=moments, sketch=sketch)
     have = [g for g, st in enumerate(out) if st is not None]
-    bound = [equal_mass_error(out[g], bin_size=None if bin_size is None else min(bin_size, out[g].total),
-                              n_bins=None if bin_size is not None else min(n_bins, out[g].total)).calib_mse for g in have]
+    capped = lambda g: (dict(bin_size=min(bin_size, out[g].total)) if bin_size is not None
+                        else dict(n_bins=min(n_bins, out[g].total)))
+    bound = [equal_mass_error(out[g], **capped(g)).calib_mse for g in have]
     nonempty = [out[g].nonempty() for g in have]
-    fields = {k: np.concatenate([getattr(s, k) for s in nonempty]) for k, v in vars(nonempty[0]).items() if v is not None}
+    fields = {k: np.concatenate([getattr(s, k) for s in nonempty])
+              for k, v in vars(nonempty[0]).items() if v is not None}
     return GroupStats(BinStats(**fields), np.repeat(index.to_numpy()[have], [len(s.n) for s in nonempty]),
                       pd.Series(bound, index=index[have], name='calib_mse_bound'))
 
+
+# %% ../nbs/70_dask.ipynb #53021df7
 def label_counts(
     events,  # a dask events frame with a `label` column
 ) -> pd.Series:  # label -> events, named 'count', most frequent first
     "Events per label of a dask events frame, in one pass (what a grouper is fitted on without training counts)."
-    if 'label' not in events.columns: raise ValueError(f'events frame lacks column label; it has {list(events.columns)}')
-    return compute(events['label'].value_counts(), desc='labels')[0].sort_values(ascending=False, kind='stable').rename('count')
+    if 'label' not in events.columns:
+        raise ValueError(f'events frame lacks column label; it has {list(events.columns)}')
+    counts = compute(events['label'].value_counts(), desc='labels')[0]
+    return counts.sort_values(ascending=False, kind='stable').rename('count')
 
 # %% ../nbs/70_dask.ipynb #04b6c11a
 from .config import public_dir

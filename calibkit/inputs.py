@@ -359,26 +359,31 @@ def event_files(spec,  # a folder, a glob pattern, or one events file
         files = [Path(p) for p in sorted(glob.glob(s)) if Path(p).is_file() and not _skipped(Path(p))]
         if not files: raise NoInputError(f'{show_path(s)}: no file matches this pattern')
     elif Path(s).is_dir():
-        files = sorted(p for p in Path(s).iterdir() if p.suffix.lower() in EVENT_SUFFIXES and p.is_file() and not _skipped(p))
-        if not files: raise NoInputError(f'{show_path(s)}: the folder holds no events files ({", ".join(sorted(EVENT_SUFFIXES))})')
+        files = sorted(p for p in Path(s).iterdir()
+                       if p.suffix.lower() in EVENT_SUFFIXES and p.is_file() and not _skipped(p))
+        if not files:
+            raise NoInputError(f'{show_path(s)}: the folder holds no events files '
+                               f'({", ".join(sorted(EVENT_SUFFIXES))})')
     else: return [check_file(s)]
     odd = [p for p in files if p.suffix.lower() not in EVENT_SUFFIXES]
-    if odd: raise InputError(f'{show_path(odd[0])}: matched by {show_path(s)} but not an events file ({", ".join(sorted(EVENT_SUFFIXES))})')
+    if odd: raise InputError(f'{show_path(odd[0])}: matched by {show_path(s)} but not an events file '
+                             f'({", ".join(sorted(EVENT_SUFFIXES))})')
     kinds = {EVENT_SUFFIXES[p.suffix.lower()] for p in files}
     if len(kinds) > 1:
         first = {k: next(p for p in files if EVENT_SUFFIXES[p.suffix.lower()] == k) for k in sorted(kinds)}
-        raise InputError(f'{show_path(s)}: mixes file types ({", ".join(f"{k}: {show_path(p.name)}" for k, p in first.items())}); '
-                         'keep one type per dataset')
+        said = ", ".join(f"{k}: {show_path(p.name)}" for k, p in first.items())
+        raise InputError(f'{show_path(s)}: mixes file types ({said}); keep one type per dataset')
     return files
 
 # %% ../nbs/61_inputs.ipynb #0f72688d
 def file_columns(path,  # an events file
                  ) -> list[str]:  # its column names, in order
-    "The column names of an events file without reading its rows: a Parquet file's schema, a CSV/TSV header, a JSON Lines file's first record."
+    "The column names of an events file, rows unread: a Parquet schema, a CSV/TSV header, a JSON Lines first record."
     path = check_file(path)
     kind = EVENT_SUFFIXES.get(path.suffix.lower())
     try:
-        if kind == 'parquet': return list(require('pyarrow.parquet', 'parquet', 'reading Parquet files').read_schema(path).names)
+        if kind == 'parquet':
+            return list(require('pyarrow.parquet', 'parquet', 'reading Parquet files').read_schema(path).names)
         if kind == 'csv': return next((r for _, r in _text_rows(path, 'csv')), [])
         first = next((fields[0] for _, fields in _text_rows(path, 'jsonl')), '{}')
         return list(json.loads(first, object_pairs_hook=_object)) if first.strip().startswith('{') else []
@@ -395,14 +400,14 @@ def check_schemas(files,  # events files (`event_files`)
     for p in files[1:]:
         other = file_columns(p)
         if set(other) != set(cols):
-            raise InputError(f'{show_path(p)}: columns {other} differ from {show_path(files[0].name)}\'s {cols}: the files of one '
-                             'dataset must have the same columns')
+            raise InputError(f'{show_path(p)}: columns {other} differ from {show_path(files[0].name)}\'s {cols}: '
+                             'the files of one dataset must have the same columns')
     return cols
 
 # %% ../nbs/61_inputs.ipynb #48528273
 def read_event_files(files,  # events files (`event_files`): read in memory, one after the other
                      ) -> pd.DataFrame:  # their events, concatenated, with a categorical `file` column
-    "The events of several files in one frame (each read by `read_events`), with each event's `file` and `attrs['files']`: every file's name and events."
+    "Several files' events in one frame (each read by `read_events`), with each event's `file`, and `attrs['files']`."
     files = [Path(p) for p in files]
     check_schemas(files)
     frames = [read_events(p) for p in files]
@@ -410,7 +415,8 @@ def read_event_files(files,  # events files (`event_files`): read in memory, one
     if len(set(names)) < len(names): raise InputError(f'{show_path(names[0])}: a file is listed twice')
     sizes = np.array([len(f) for f in frames])
     out = pd.concat([f.drop(columns='file', errors='ignore') for f in frames], ignore_index=True)
-    if 'file' in frames[0].columns: warnings.warn("the files' own column 'file' is replaced by each event's file name", stacklevel=2)
+    if 'file' in frames[0].columns:
+        warnings.warn("the files' own column 'file' is replaced by each event's file name", stacklevel=2)
     out['file'] = pd.Categorical.from_codes(np.repeat(np.arange(len(files)), sizes), categories=names)
     out.attrs['files'] = [dict(file=n, events=int(k)) for n, k in zip(names, sizes)]
     return out

@@ -431,7 +431,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
         warnings.simplefilter('always')
         g = make_grouper(grouper, n_groups)
         if g is not None:
-            if 'label' not in events.columns: raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
+            if 'label' not in events.columns:
+                raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
             g.fit(counts if counts is not None else fit['label'] if fit is not None and 'label' in fit.columns else events['label'])
             members = g.table().set_index('group').members if hasattr(g, 'table') else None
         if fit is not None and _same_events(fit, events):
@@ -472,7 +473,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             ids = np.arange(g.n_groups_ + 1).astype(str).astype(object)   # each group's id as text, made once
             bins.append(bin_table(sg, level).reset_index().assign(stage=stage, group=ids[bg]))
             if len(t) < g.n_groups_:
-                said.append(f'{g.n_groups_ - len(t)} of {g.n_groups_} groups have no {stage} events and are not in the group table')
+                said.append(f'{g.n_groups_ - len(t)} of {g.n_groups_} groups have no {stage} events and are not in '
+                            'the group table')
     said += [str(w.message) for w in caught]
     said = list(dict.fromkeys(said))                     # each warning once, in order
     for w in said: warnings.warn(w, stacklevel=2)
@@ -517,16 +519,16 @@ def _dask_stage(ev, *, n_bins, bin_size, binning, level, n_samples, seed, sample
 def _bound_note(b: dict | None, total: int) -> str | None:
     if b is None: return None
     return (f'sketched edges (out of core): every bin starts within {b["max_rank_error"]:,} of its exact rank among '
-            f'{total:,} events, so CalibMSE is within ±{b["calib_mse"]:.2g} and ECE (l1) within ±{b["ece_l1"]:.2g} of the '
-            'exact equal-mass bins\' values (certified)')
+            f'{total:,} events, so CalibMSE is within ±{b["calib_mse"]:.2g} and ECE (l1) within ±{b["ece_l1"]:.2g} '
+            'of the exact equal-mass bins\' values (certified)')
 
 # %% ../nbs/60_report.ipynb #a19d2dc3
-def dask_report(events,  # a dask events frame: conf, correct (and label, to group), e.g. `calibkit.dask.read_events(folder)`
+def dask_report(events,  # a dask events frame: conf, correct (and label, to group): `calibkit.dask.read_events(dir)`
                 *, fit=None,  # held-out events the histogram recalibrator is fitted on (a dask or pandas events frame)
                 counts=None,  # training label counts the grouper is fitted on (default: fit's or events' labels)
                 grouper=None,  # a grouper name (shared, tfg, per_class, ...) or instance
                 n_groups=None,  # groups, for a grouper that takes it
-                recalibrator=None,  # 'histogram' (or a `HistogramBinning`) is fitted out of core; others are not computed
+                recalibrator=None,  # 'histogram' (or a `HistogramBinning`) is fitted out of core; others are not
                 params=None,  # the named recalibrator's parameters
                 n_bins=None,  # bins (default: the settings' n_bins)
                 bin_size=None,  # or events per equal-mass bin
@@ -538,7 +540,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                 fit_name: str | None = None,  # what the fit events are called in the report
                 meta: dict | None = None,  # extra provenance recorded in metrics.json
                 sample_size: int = DASK_SAMPLE,  # events sampled for the significance tests and selective prediction
-                sketch=None,  # values kept per partition to place equal-mass edges (default: `calibkit.dask.sketch_size`)
+                sketch=None,  # values kept per partition to place equal-mass edges (default: see `calibkit.dask`)
                 ) -> Report:
     "`calibration_report` of a dask events frame, out of core: the same tables from passes over its partitions."
     import calibkit.dask as cd
@@ -563,7 +565,8 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
         g = make_grouper(grouper, n_groups)
         labels = None
         if g is not None:
-            if 'label' not in events.columns: raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
+            if 'label' not in events.columns:
+                raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
             labels = cd.label_counts(events)
             g.fit(counts if counts is not None else cd.label_counts(fit) if fit is not None and 'label' in fit.columns
                   else labels)
@@ -574,8 +577,8 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
             rec = make_recalibrator(recalibrator, params)
             if not isinstance(rec, HistogramBinning) or g is not None:
                 said.append(f'recalibration not computed out of core: {rname}' + (' per group' if g is not None else '')
-                            + ' needs the fit events in memory; only histogram binning without a grouper is fitted out of '
-                            'core (the report has no after stage)')
+                            + ' needs the fit events in memory; only histogram binning without a grouper is fitted '
+                            'out of core (the report has no after stage)')
             else:
                 if fit is None: recalibrated(events, None, None, rec)       # the in-memory error: fit events are needed
                 h = cd.histogram_binning(fit, n_bins=default('n_bins', rec.n_bins))
@@ -591,8 +594,8 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                 if labels is not None: summary['labels'] = int((labels > 0).sum())
                 drawn = len(se.cs)
                 if drawn < st.total:                     # else the sample holds every event: nothing to say
-                    said.append(f'out of core: the significance tests and selective prediction use a uniform random sample '
-                                f'of {drawn:,} of the {st.total:,} events; every other number uses all events')
+                    said.append(f'out of core: the significance tests and selective prediction use a uniform random '
+                                f'sample of {drawn:,} of the {st.total:,} events; every other number uses all events')
             if stage == 'after' and n_fit is None: n_fit = int(len(fit))
             metrics += [dict(stage=stage, **r) for r in rows]
             bins.append(bt.reset_index().assign(stage=stage, group='all'))
@@ -600,7 +603,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
             note = bins_note(st, n_bins=n_bins, bin_size=bin_size, binning=binning)
             bnote = _bound_note(bound, st.total)
             info[stage] = dict(name=stage_name(stage, st.total, recalibrator=rname if len(stages) > 1 else None,
-                                               fit_name=fit_name, n_fit=n_fit, **(gn if g is not None and stage == 'after' else {})),
+                                               fit_name=fit_name, n_fit=n_fit),
                                n_bins=int(np.count_nonzero(st.n)),
                                bins_note='; '.join(x for x in (note, bnote) if x) or None,
                                equal_mass_bound=bound, verdict=stage_verdict(bt, rows, level), bands='binomial',
@@ -615,9 +618,11 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                 t['gmce_bound'] = np.sqrt(gb.calib_mse_bound.reindex(t.group).to_numpy())
             if members is not None: t.insert(1, 'members', members.reindex(t.group).to_numpy())
             groups.append(t.assign(stage=stage))
-            bins.append(bin_table(gb.stats, level).reset_index().assign(stage=stage, group=gb.group.astype(str).astype(object)))
+            ids = gb.group.astype(str).astype(object)
+            bins.append(bin_table(gb.stats, level).reset_index().assign(stage=stage, group=ids))
             if len(t) < g.n_groups_:
-                said.append(f'{g.n_groups_ - len(t)} of {g.n_groups_} groups have no {stage} events and are not in the group table')
+                said.append(f'{g.n_groups_ - len(t)} of {g.n_groups_} groups have no {stage} events and are not in '
+                            'the group table')
     said += [str(w.message) for w in caught]
     said = list(dict.fromkeys(said))
     for w in said: warnings.warn(w, stacklevel=2)
