@@ -133,7 +133,8 @@ def test_cli_dask_address(data, capsys):
 def test_api_dask_frame_is_the_same_entry(data):
     "calibration_report takes a dask frame; with a small sketch the bound is non-trivial and holds."
     d, ev, _ = data
-    dk = dask_report(dd.from_pandas(ev, npartitions=7), n_samples=100, sample_size=50_000, sketch=500)   # of 14,286
+    with pytest.warns(UserWarning, match='uniform random sample of 50,000 of the 100,000 events'):
+        dk = dask_report(dd.from_pandas(ev, npartitions=7), n_samples=100, sample_size=50_000, sketch=500)   # of 14,286
     mem = calibration_report(ev, n_samples=100)
     b = dk.stages['before']['equal_mass_bound']
     assert 0 < b['max_rank_error'] <= N // 100 and 0 < b['calib_mse'] < 2e-3
