@@ -11,9 +11,10 @@ from .outdir import OutputError, claim
 
 # %% auto #0
 __all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_SOFTWARE', 'EX_CANTCREAT', 'EXIT_CODES', 'MAX_SAMPLES',
-           'FORMATS', 'BINNINGS', 'CLIError', 'first_line', 'failing_as', 'output_error', 'int_flag', 'float_flag',
-           'param_flag', 'raw_output', 'load_input', 'read_stdin', 'load_scores', 'cmd_report', 'plugin_table',
-           'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser', 'parser', 'main']
+           'FORMATS', 'BINNINGS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'CLIError', 'first_line', 'failing_as', 'output_error',
+           'int_flag', 'float_flag', 'param_flag', 'raw_output', 'load_input', 'read_stdin', 'is_many', 'input_name',
+           'dask_cluster', 'load_scores', 'cmd_report', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser',
+           'parser', 'main']
 
 # %% ../nbs/62_cli.ipynb #52c6fcf9
 EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_SOFTWARE, EX_CANTCREAT = 2, 65, 66, 69, 70, 73
@@ -164,6 +165,43 @@ def read_stdin(fmt: str | None,  # the --format: csv, jsonl or parquet
         while chunk := sys.stdin.buffer.read(1 << 20): f.write(chunk)
     return path
 
+# %% ../nbs/62_cli.ipynb #ef38d416
+import logging
+DASK_LOCAL = dict(dashboard_address=':0', silence_logs=logging.ERROR)   # the --dask LocalCluster (tests: processes=False)
+DASK_TIMEOUT = '10s'   # how long `--dask ADDRESS` waits for the scheduler
+
+def is_many(spec,  # an input as typed: a file, a folder, a glob pattern or -
+            ) -> bool:
+    "Whether an input names several files: a folder, or a glob pattern (a file whose name holds `*?[` is a file)."
+    s = str(spec)
+    return s != '-' and not Path(s).is_file() and (bool(set('*?[') & set(s)) or Path(s).is_dir())
+
+def input_name(spec,  # an input as typed
+               ) -> str:
+    "The name a report folder is given after its input: a file's stem, a folder's name, a glob's folder and pattern."
+    s = str(spec)
+    if s == '-': return 'stdin'
+    if not is_many(s) or Path(s).is_dir(): return Path(s).stem or 'events'
+    p = Path(s)
+    stem = ''.join(ch for ch in p.stem if ch not in '*?[]').strip('-_.') or 'events'
+    return f'{p.parent.name}-{stem}' if p.parent.name else stem
+
+@contextlib.contextmanager
+def dask_cluster(address: str | None,  # None: no cluster; '' (--dask alone): a LocalCluster; else a scheduler's address
+                 ):
+    "The client `--dask` asks for, closed after: a LocalCluster sized to the machine, or one connected to `address`."
+    if address is None: yield None; return
+    try: from distributed import Client, LocalCluster
+    except ImportError:
+        raise CLIError(EX_UNAVAILABLE, "--dask needs the dask extra: pip install 'calibkit[dask]'") from None
+    if not address:
+        with LocalCluster(**DASK_LOCAL) as cluster, Client(cluster) as client: yield client
+        return
+    try: client = Client(address, timeout=DASK_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as e:
+        raise CLIError(EX_UNAVAILABLE, f'--dask {address}: no dask scheduler answers ({first_line(e)})') from None
+    with client: yield client
+
 # %% ../nbs/62_cli.ipynb #e053c9d9
 def _plugin(kind: str, name, params):
     "The plugin instance `name` built with `params` (K=V pairs): an unknown name exits 2, a refused parameter 65."
@@ -201,14 +239,14 @@ def _check_inputs(args) -> None:
     "Exit 66 for an input, --fit or --counts file that is missing or not a regular file (before the output folder)."
     from calibkit.inputs import NoInputError, check_file
     for p in (args.input, args.fit, args.counts):
-        if p is not None and p != '-':
+        if p is not None and p != '-' and not is_many(p):   # several files: `event_files` checks them
             try: check_file(p)
             except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
 
 def _out(args):
     "The claim on the report's output folder (`calibkit.outdir.claim`), or a null context with --json and no --out."
     if args.json and not args.out: return contextlib.nullcontext()
-    name = 'stdin' if args.input == '-' else Path(args.input).stem
+    name = input_name(args.input)
     out = Path(args.out) if args.out else Path.cwd()/f'{name}-calibration'
     from calibkit.report import REPORT_FILES
     return claim(out, REPORT_FILES, force=args.force, inputs=[args.input, args.fit, args.counts])
@@ -251,9 +289,57 @@ def load_scores(path,  # an .npz score matrix, or a raw output for `extractor`
         p, g = check_scores(check_probs(s), gold, labels)
     return p, g, labels
 
+# %% ../nbs/62_cli.ipynb #23cd96c0
+def _threshold(ev, threshold, name: str):
+    if threshold is None: return ev
+    from calibkit.inputs import InputError
+    keep = ev['conf'].to_numpy() >= threshold
+    if not keep.any(): raise InputError(f'{name}: all {len(ev)} events score below --threshold {threshold}')
+    out = ev[keep].reset_index(drop=True)
+    out.attrs.update(ev.attrs, n_cells=len(ev), n_dropped=int((~keep).sum()), threshold=threshold)
+    return out
+
+def _files(spec) -> list:
+    from calibkit.inputs import NoInputError, event_files
+    try: return event_files(spec)
+    except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
+
+def _check_files(args) -> None:
+    "Several files or --dask: usage errors (2), no files (66), mixed types or columns (65), before a cluster starts."
+    dask_ = getattr(args, 'dask', None)
+    if dask_ is None and not is_many(args.input) and not (args.fit and is_many(args.fit)): return
+    if args.input == '-': raise CLIError(EX_USAGE, 'a folder, a glob or --dask reads files, not standard input')
+    if args.extractor:
+        raise CLIError(EX_USAGE, '--extractor reads one raw output file: not with a folder, a glob or --dask')
+    if dask_ is not None and args.threshold is not None:
+        raise CLIError(EX_USAGE, '--threshold applies to events read in memory, not with --dask')
+    from calibkit.inputs import check_schemas
+    with failing_as(EX_DATAERR):
+        for spec in (args.input, args.fit):
+            if spec is not None and (dask_ is not None or is_many(spec)): check_schemas(_files(spec))
+
+def _read_files(args, xt):
+    "The events and fit events when an input names several files, or with --dask: in memory, or lazily (dask)."
+    from calibkit.inputs import read_event_files, read_counts
+    _check_files(args)
+    with failing_as(EX_DATAERR):
+        if getattr(args, 'dask', None) is not None:
+            import calibkit.dask as cd
+            read = lambda spec: cd.read_events(_files(spec))
+        else:
+            read = lambda spec: (_threshold(read_event_files(_files(spec)), args.threshold, spec) if is_many(spec)
+                                 else load_input(spec, args.threshold))
+        ev = read(args.input)
+        fit = read(args.fit) if args.fit else None
+        counts = read_counts(args.counts) if args.counts else None
+    return ev, fit, counts
+
+
 # %% ../nbs/62_cli.ipynb #93f8a911
 def _read_all(args, xt):
     "The events, fit events and counts; messages about standard input name `<stdin>`, not the private copy."
+    if getattr(args, 'dask', None) is not None or is_many(args.input) or (args.fit and is_many(args.fit)):
+        return _read_files(args, xt)
     import tempfile
     from calibkit.inputs import read_counts
     with tempfile.TemporaryDirectory() as scratch:
@@ -282,6 +368,10 @@ def _conformal(args, xt):
 
 def cmd_report(args,  # the parsed flags of `calibkit report`
                ) -> int:
+    _check_files(args)                                # several files, --dask: checked before a cluster starts
+    with dask_cluster(getattr(args, 'dask', None)): return _report(args)   # --dask: the cluster lives for the run
+
+def _report(args) -> int:
     from calibkit.report import calibration_report
     _check_flags(args)
     xt = _plugin('extractor', args.extractor, args.extractor_param)
@@ -394,7 +484,11 @@ def parser() -> argparse.ArgumentParser:
                                    'whether the\nmiscalibration is significant at --level (ECCE-R test), and how useful '
                                    'the confidence\nis for abstaining (selective prediction: AURC, AUROC, risk at '
                                    '80/90/95% coverage, the\nrisk-coverage curve), before and after recalibration.')
-    r.add_argument('input', help="events file (.csv .tsv .parquet .jsonl), score matrix (.npz), .logits, or - (stdin)")
+    r.add_argument('input', help="events file (.csv .tsv .parquet .jsonl), score matrix (.npz), .logits, or - (stdin); "
+                                 "or several events files: a folder or a quoted glob ('runs/*.parquet')")
+    r.add_argument('--dask', nargs='?', const='', metavar='ADDRESS',
+                   help='compute out of core with dask: start a local cluster sized to the machine, or connect to the '
+                        'scheduler at ADDRESS (needs calibkit[dask]; Parquet or CSV files)')
     r.add_argument('--format', choices=sorted(FORMATS), help='format of standard input (with INPUT -)')
     r.add_argument('--fit', help='held-out events to fit the recalibrator on (same formats)')
     r.add_argument('--counts', help='training label counts for the grouper (CSV label,count or JSON {label: count})')

@@ -19,7 +19,8 @@ from .metrics import gmce_table
 
 # %% auto #0
 __all__ = ['dask', 'SKETCH_BUDGET', 'MIN_SKETCH', 'PHI', 'sketch_size', 'compute', 'equal_mass_stats', 'fixed_width_stats',
-           'gmce', 'EqualMassError', 'equal_mass_error', 'sample', 'histogram_binning', 'transform']
+           'gmce', 'EqualMassError', 'equal_mass_error', 'sample', 'histogram_binning', 'transform', 'read_events',
+           'GroupStats', 'group_stats', 'label_counts']
 
 # %% ../nbs/70_dask.ipynb #138869a0
 def _columns(frame, cols):
@@ -356,6 +357,109 @@ def transform(
     if isinstance(data, dd.Series): return data.map_partitions(recalibrator.transform, meta=(data.name, np.float64))
     if isinstance(data, da.Array): return data.map_blocks(recalibrator.transform, dtype=np.float64)
     raise TypeError(f'data must be a dask array, series or events frame, got {type(data).__name__}')
+
+# %% ../nbs/70_dask.ipynb #afda3241
+from pathlib import Path
+from .events import check_choice
+from .inputs import EVENT_SUFFIXES, InputError, check_schemas, event_files, show_path
+
+def read_events(
+    spec,  # a folder, glob or file of Parquet or CSV/TSV events (`calibkit.inputs.event_files`), or a list of files
+    *,
+    blocksize: str | int = '64MB',  # CSV bytes per partition
+) -> dd.DataFrame:  # `conf, correct` (+ `label` as text), lazily
+    "A dask events frame over Parquet or CSV files, read lazily (`conf`, `correct`, `label`); schemas checked first."
+    files = [Path(p) for p in spec] if isinstance(spec, (list, tuple)) else event_files(spec)
+    cols = check_schemas(files)
+    where = show_path(files[0]) if len(files) == 1 else f'{show_path(files[0].parent)} ({len(files)} files)'
+    missing = [c for c in ('conf', 'correct') if c not in cols]
+    if missing: raise InputError(f'{where}: missing column(s) {missing}; found {cols}. An events file needs '
+                                 'conf (0..1) and correct (0/1)')
+    use = [c for c in ('conf', 'correct', 'label') if c in cols]
+    kind = EVENT_SUFFIXES.get(files[0].suffix.lower())
+    paths = [str(p) for p in files]
+    if kind == 'parquet':
+        require('pyarrow', 'parquet', 'reading Parquet files')
+        df = dd.read_parquet(paths, columns=use)
+    elif kind == 'csv':
+        sep = '\t' if files[0].suffix.lower() == '.tsv' else ','
+        df = dd.read_csv(paths, sep=sep, usecols=use, blocksize=blocksize, dtype={'label': str}, keep_default_na=False,
+                         na_values={c: ['', 'NA', 'NaN', 'nan', 'null', 'None'] for c in ('conf', 'correct')})
+    else: raise InputError(f'{where}: {kind} files cannot be read lazily; read them in memory '
+                           '(calibkit.inputs.read_event_files)')
+    if 'label' in use: df = df.astype({'label': str})
+    return df
+
+# %% ../nbs/70_dask.ipynb #87c9667b
+class GroupStats(NamedTuple):
+    "Every group's bins (as `calibkit.binning.group_bins`) and, for sketched equal-mass bins, their certified bounds."
+    stats: BinStats          # every group's non-empty bins, in turn
+    group: np.ndarray        # each bin's group (the values of the label → group map)
+    calib_mse_bound: pd.Series | None   # group -> bound on |CalibMSE - CalibMSE of exact bins| (None: fixed-width)
+
+def _fixed_width_groups_block(part, n_bins: int, groups, moments: bool):
+    c, y, bad = _clean(*part[:2])
+    size = len(groups[1]) * n_bins
+    if len(c) == 0: return np.zeros((5 if moments else 3, size)), bad, np.zeros(1, np.int64)
+    gid = _assign(part[2], groups)[0]
+    if (gid < 0).any(): return np.zeros((5 if moments else 3, size)), bad, np.array([np.count_nonzero(gid < 0)])
+    key = gid * n_bins + fixed_width_index(c, fixed_width_edges(n_bins))
+    c64 = c.astype(np.float64)
+    w = [None, c64, y] + ([c64 * c64, np.where(y == 1, c64, 0.0)] if moments else [])
+    return np.array([np.bincount(key, weights=x, minlength=size) for x in w]), bad, np.zeros(1, np.int64)
+
+def group_stats(
+    events,  # a dask events frame with `conf, correct, label`
+    groups,  # label -> group: a dict or a Series
+    *,
+    n_bins=None,  # bins per group, capped at its events (default: the settings' n_bins)
+    bin_size=None,  # or events per equal-mass bin, capped at the group's events
+    binning: str = 'equal_mass',  # 'equal_mass' (sketched edges, certified bound) or 'fixed_width' (exact)
+    moments: bool = False,  # also sum conf², conf·correct
+    sketch=None,  # values kept per partition and group (default: see `sketch_size`)
+) -> GroupStats:
+    "Every group's bins of a dask events frame, as `calibkit.binning.group_bins` gives them, and certified bounds."
+    check_choice('binning', binning, ('equal_mass', 'fixed_width'))
+    if n_bins is not None and bin_size is not None: raise ValueError('give at most one of n_bins and bin_size')
+    mapping, index = grp = _groups(groups)
+    parts = _parts(events, None, label=True)
+    if binning == 'fixed_width':
+        b = check_int('n_bins', default('n_bins', n_bins), 1)
+        sums, bad, unknown = _tree([dask.delayed(_fixed_width_groups_block)(p, b, grp, moments) for p in parts],
+                                   (np.add, np.add, np.add))
+        n = _check_bad(bad)
+        if unknown[0]: raise ValueError(f'groups: labels of {unknown[0]} of {n} events have no group')
+        keep = np.flatnonzero(sums[0])
+        edges = fixed_width_edges(b)
+        st = _bin_stats(sums[:, keep], np.tile(edges[:-1], len(index))[keep], np.tile(edges[1:], len(index))[keep])
+        return GroupStats(st, index.to_numpy()[keep // b], None)
+    if bin_size is not None:
+        bin_size = check_int('bin_size', bin_size, 1)
+        spec = lambda n: bin_starts(n, bin_size=min(bin_size, int(n)))
+    else:
+        n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
+        spec = lambda n: bin_starts(n, n_bins=min(n_bins, int(n)))
+    out = _equal_mass(parts, spec, grp, moments=moments, sketch=sketch)
+    have = [g for g, st in enumerate(out) if st is not None]
+    capped = lambda g: (dict(bin_size=min(bin_size, out[g].total)) if bin_size is not None
+                        else dict(n_bins=min(n_bins, out[g].total)))
+    bound = [equal_mass_error(out[g], **capped(g)).calib_mse for g in have]
+    nonempty = [out[g].nonempty() for g in have]
+    fields = {k: np.concatenate([getattr(s, k) for s in nonempty])
+              for k, v in vars(nonempty[0]).items() if v is not None}
+    return GroupStats(BinStats(**fields), np.repeat(index.to_numpy()[have], [len(s.n) for s in nonempty]),
+                      pd.Series(bound, index=index[have], name='calib_mse_bound'))
+
+
+# %% ../nbs/70_dask.ipynb #53021df7
+def label_counts(
+    events,  # a dask events frame with a `label` column
+) -> pd.Series:  # label -> events, named 'count', most frequent first
+    "Events per label of a dask events frame, in one pass (what a grouper is fitted on without training counts)."
+    if 'label' not in events.columns:
+        raise ValueError(f'events frame lacks column label; it has {list(events.columns)}')
+    counts = compute(events['label'].value_counts(), desc='labels')[0]
+    return counts.sort_values(ascending=False, kind='stable').rename('count')
 
 # %% ../nbs/70_dask.ipynb #04b6c11a
 from .config import public_dir

@@ -11,8 +11,9 @@ from .config import require
 from .events import events_from_scores
 
 # %% auto #0
-__all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'InputError', 'NoInputError', 'show_path', 'check_file', 'read_text',
-           'jsonl_records', 'read_events', 'record_lines', 'read_npz', 'read_scores', 'read_counts']
+__all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'GLOB_CHARS', 'InputError', 'NoInputError', 'show_path', 'check_file', 'read_text',
+           'jsonl_records', 'read_events', 'record_lines', 'read_npz', 'read_scores', 'read_counts', 'event_files',
+           'file_columns', 'check_schemas', 'read_event_files']
 
 # %% ../nbs/61_inputs.ipynb #1010555a
 class InputError(ValueError):
@@ -343,6 +344,82 @@ def read_counts(
                          f'not a non-negative integer ({int(bad.sum())} such values)')
     if s.index.duplicated().any(): raise InputError(f'{where}: label {s.index[s.index.duplicated()][0]!r} appears twice')
     return num.astype(np.int64)
+
+# %% ../nbs/61_inputs.ipynb #45455b81
+GLOB_CHARS = frozenset('*?[')   # a name holding one of these is a glob pattern
+
+def _skipped(p: Path) -> bool: return p.name.startswith(('.', '_'))
+
+def event_files(spec,  # a folder, a glob pattern, or one events file
+                ) -> list[Path]:  # the events files, sorted by name
+    "The events files `spec` names, sorted: a folder's (by suffix, not recursive), a glob's matches, or the one file."
+    import glob
+    s = str(spec)
+    if GLOB_CHARS & set(s):
+        files = [Path(p) for p in sorted(glob.glob(s)) if Path(p).is_file() and not _skipped(Path(p))]
+        if not files: raise NoInputError(f'{show_path(s)}: no file matches this pattern')
+    elif Path(s).is_dir():
+        files = sorted(p for p in Path(s).iterdir()
+                       if p.suffix.lower() in EVENT_SUFFIXES and p.is_file() and not _skipped(p))
+        if not files:
+            raise NoInputError(f'{show_path(s)}: the folder holds no events files '
+                               f'({", ".join(sorted(EVENT_SUFFIXES))})')
+    else: return [check_file(s)]
+    odd = [p for p in files if p.suffix.lower() not in EVENT_SUFFIXES]
+    if odd: raise InputError(f'{show_path(odd[0])}: matched by {show_path(s)} but not an events file '
+                             f'({", ".join(sorted(EVENT_SUFFIXES))})')
+    kinds = {EVENT_SUFFIXES[p.suffix.lower()] for p in files}
+    if len(kinds) > 1:
+        first = {k: next(p for p in files if EVENT_SUFFIXES[p.suffix.lower()] == k) for k in sorted(kinds)}
+        said = ", ".join(f"{k}: {show_path(p.name)}" for k, p in first.items())
+        raise InputError(f'{show_path(s)}: mixes file types ({said}); keep one type per dataset')
+    return files
+
+# %% ../nbs/61_inputs.ipynb #0f72688d
+def file_columns(path,  # an events file
+                 ) -> list[str]:  # its column names, in order
+    "The column names of an events file, rows unread: a Parquet schema, a CSV/TSV header, a JSON Lines first record."
+    path = check_file(path)
+    kind = EVENT_SUFFIXES.get(path.suffix.lower())
+    try:
+        if kind == 'parquet':
+            return list(require('pyarrow.parquet', 'parquet', 'reading Parquet files').read_schema(path).names)
+        if kind == 'csv': return next((r for _, r in _text_rows(path, 'csv')), [])
+        first = next((fields[0] for _, fields in _text_rows(path, 'jsonl')), '{}')
+        return list(json.loads(first, object_pairs_hook=_object)) if first.strip().startswith('{') else []
+    except ImportError: raise
+    except (OSError, ValueError, UnicodeDecodeError, csv.Error) as e:
+        raise InputError(f'{show_path(path)}: cannot read its columns: {str(e).strip().splitlines()[0]}') from None
+
+def check_schemas(files,  # events files (`event_files`)
+                  ) -> list[str]:  # the columns they share
+    "The columns every file has (the same set in each), or an `InputError` naming the first file whose columns differ."
+    files = list(files)
+    if not files: raise NoInputError('no events files')
+    cols = file_columns(files[0])
+    for p in files[1:]:
+        other = file_columns(p)
+        if set(other) != set(cols):
+            raise InputError(f'{show_path(p)}: columns {other} differ from {show_path(files[0].name)}\'s {cols}: '
+                             'the files of one dataset must have the same columns')
+    return cols
+
+# %% ../nbs/61_inputs.ipynb #48528273
+def read_event_files(files,  # events files (`event_files`): read in memory, one after the other
+                     ) -> pd.DataFrame:  # their events, concatenated, with a categorical `file` column
+    "Several files' events in one frame (each read by `read_events`), with each event's `file`, and `attrs['files']`."
+    files = [Path(p) for p in files]
+    check_schemas(files)
+    frames = [read_events(p) for p in files]
+    names = [str(p) for p in files]
+    if len(set(names)) < len(names): raise InputError(f'{show_path(names[0])}: a file is listed twice')
+    sizes = np.array([len(f) for f in frames])
+    out = pd.concat([f.drop(columns='file', errors='ignore') for f in frames], ignore_index=True)
+    if 'file' in frames[0].columns:
+        warnings.warn("the files' own column 'file' is replaced by each event's file name", stacklevel=2)
+    out['file'] = pd.Categorical.from_codes(np.repeat(np.arange(len(files)), sizes), categories=names)
+    out.attrs['files'] = [dict(file=n, events=int(k)) for n, k in zip(names, sizes)]
+    return out
 
 # %% ../nbs/61_inputs.ipynb #0d5f7b1e
 from .config import public_dir

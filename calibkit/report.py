@@ -18,11 +18,11 @@ from .selective import COVERAGES, MAX_CURVE_POINTS, ranking, risk_coverage, sele
 from .outdir import MARKER, claim
 
 # %% auto #0
-__all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'MAX_PANELS', 'MAX_HTML_GROUPS', 'REPORT_FILES', 'stage_stats',
-           'bins_note', 'metric_rows', 'make_grouper', 'make_recalibrator', 'recalibrated', 'group_metrics',
-           'stage_bands', 'stage_verdict', 'verdict_text', 'stage_significance', 'significance_text', 'Report',
-           'stage_name', 'conformal_summary', 'calibration_report', 'report_charts', 'selective_wide', 'bands_note',
-           'metrics_wide', 'conformal_html', 'report_html']
+__all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'MAX_HTML_GROUPS', 'REPORT_FILES',
+           'stage_stats', 'bins_note', 'metric_rows', 'make_grouper', 'make_recalibrator', 'recalibrated',
+           'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text', 'stage_significance', 'significance_text',
+           'Report', 'stage_name', 'conformal_summary', 'calibration_report', 'dask_report', 'report_charts',
+           'selective_wide', 'bands_note', 'metrics_wide', 'conformal_html', 'report_html']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -146,6 +146,7 @@ def _summary(ev: pd.DataFrame, st) -> dict:
     "Events, accuracy and mean confidence (from the bin sums: no extra pass), labels, and the threshold's drops."
     out = dict(events=st.total, accuracy=float(st.sum_correct.sum() / st.total), mean_conf=float(st.sum_conf.sum() / st.total))
     if 'label' in ev.columns: out['labels'] = int(ev['label'].nunique())
+    if 'files' in ev.attrs: out['files'] = len(ev.attrs['files'])        # read from several files
     for k in ('n_cells', 'n_dropped', 'threshold'):
         if k in ev.attrs: out[k] = ev.attrs[k]
     return out
@@ -436,12 +437,14 @@ def conformal_summary(alpha: float,  # miscoverage level in (0, 1): the sets' ta
     return out
 
 # %% ../nbs/60_report.ipynb #2ec4d304
+def _is_dask(x) -> bool: return type(x).__module__.split('.')[0] in ('dask', 'dask_expr')   # no import of dask
+
 def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, correct (and label, to group)
                        *, fit: pd.DataFrame | None = None,  # held-out events the recalibrator is fitted on
                        counts=None,  # training label counts the grouper is fitted on (default: fit's or events' labels)
                        grouper=None,  # a grouper name (shared, tfg, per_class, ...) or instance
                        n_groups=None,  # groups, for a grouper that takes it
-                       recalibrator=None,  # a recalibrator name (isotonic, histogram, ...) or instance; None or 'none': no recalibration
+                       recalibrator=None,  # a recalibrator name (isotonic, histogram, ...) or instance; None/'none': none
                        params=None,  # the named recalibrator's parameters
                        n_bins=None,  # bins (default: the settings' n_bins)
                        bin_size=None,  # or events per equal-mass bin
@@ -455,6 +458,9 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                        conformal: dict | None = None,  # conformal sets: `conformal_summary`'s arguments but the grouper
                        ) -> Report:
     "Metrics with intervals, a verdict, bins, per-group GMCE and before/after recalibration for an events frame."
+    if _is_dask(events):
+        if conformal is not None: raise ValueError('conformal sets need score matrices in memory, not a dask frame')
+        return dask_report(**{k: v for k, v in locals().items() if k not in ('events', 'conformal')}, events=events)
     c0, y0 = as_pairs(events)
     if fit is not None: as_pairs(fit)
     check_choice('binning', binning, BINNINGS)
@@ -468,7 +474,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
         warnings.simplefilter('always')
         g = make_grouper(grouper, n_groups)
         if g is not None:
-            if 'label' not in events.columns: raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
+            if 'label' not in events.columns:
+                raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
             g.fit(counts if counts is not None else fit['label'] if fit is not None and 'label' in fit.columns else events['label'])
             members = g.table().set_index('group').members if hasattr(g, 'table') else None
         if conformal is not None and not isinstance(conformal, dict):
@@ -512,7 +519,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             ids = np.arange(g.n_groups_ + 1).astype(str).astype(object)   # each group's id as text, made once
             bins.append(bin_table(sg, level).reset_index().assign(stage=stage, group=ids[bg]))
             if len(t) < g.n_groups_:
-                said.append(f'{g.n_groups_ - len(t)} of {g.n_groups_} groups have no {stage} events and are not in the group table')
+                said.append(f'{g.n_groups_ - len(t)} of {g.n_groups_} groups have no {stage} events and are not in '
+                            'the group table')
     said += [str(w.message) for w in caught]
     said = list(dict.fromkeys(said))                     # each warning once, in order
     for w in said: warnings.warn(w, stacklevel=2)
@@ -530,6 +538,155 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                   bins=pd.concat(bins)[cols].reset_index(drop=True),
                   groups=pd.concat(groups).reindex(columns=gcols).reset_index(drop=True) if groups else None,
                   meta=meta, warnings=said, stages=info, conformal=conf,
+                  curves=pd.concat(curves)[['stage', *curves[0].columns[:-1]]].reset_index(drop=True))
+
+# %% ../nbs/60_report.ipynb #a2709445
+DASK_SAMPLE = 10**6   # events drawn for what a dask report computes on a sample: significance and selective prediction
+
+def _dask_stage(ev, *, n_bins, bin_size, binning, level, n_samples, seed, sample_size, sketch):
+    "One stage of a dask report: its bins (and their certified bound), metrics, bands, verdict, and the sampled tests."
+    import calibkit.dask as cd
+    if binning == 'fixed_width': st, bound = cd.fixed_width_stats(ev, n_bins=n_bins, moments=True), None
+    else:
+        spec = dict(bin_size=bin_size) if bin_size is not None else dict(n_bins=default('n_bins', n_bins))
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', message='.*equal-mass bin.*empty')   # the bound below states it
+            full = cd.equal_mass_stats(ev, moments=True, sketch=sketch, **spec)
+        err = cd.equal_mass_error(full, **spec)
+        bound = dict(max_rank_error=int(err.rank_error.max(initial=0)), calib_mse=err.calib_mse, ece_l1=err.ece)
+        st = full.nonempty()
+    rows = metric_rows(st, level=level, n_samples=n_samples, seed=seed)
+    bt = binomial_bands(st, level)
+    c, y = cd.sample(ev, size=sample_size, seed=seed)
+    se = sorted_events(c, y)
+    rk = ranking(se)
+    return st, bound, rows, bt, se, rk
+
+def _bound_note(b: dict | None, total: int) -> str | None:
+    if b is None: return None
+    return (f'sketched edges (out of core): every bin starts within {b["max_rank_error"]:,} of its exact rank among '
+            f'{total:,} events, so CalibMSE is within ±{b["calib_mse"]:.2g} and ECE (l1) within ±{b["ece_l1"]:.2g} '
+            'of the exact equal-mass bins\' values (certified)')
+
+# %% ../nbs/60_report.ipynb #a19d2dc3
+def dask_report(events,  # a dask events frame: conf, correct (and label, to group): `calibkit.dask.read_events(dir)`
+                *, fit=None,  # held-out events the histogram recalibrator is fitted on (a dask or pandas events frame)
+                counts=None,  # training label counts the grouper is fitted on (default: fit's or events' labels)
+                grouper=None,  # a grouper name (shared, tfg, per_class, ...) or instance
+                n_groups=None,  # groups, for a grouper that takes it
+                recalibrator=None,  # 'histogram' (or a `HistogramBinning`) is fitted out of core; others are not
+                params=None,  # the named recalibrator's parameters
+                n_bins=None,  # bins (default: the settings' n_bins)
+                bin_size=None,  # or events per equal-mass bin
+                binning='equal_mass',  # 'equal_mass' (sketched, certified bound) or 'fixed_width' (exact)
+                level=None,  # interval, band and test level (default: the settings' ci_level)
+                n_samples=None,  # resamples for the intervals (default: the settings' ci_samples)
+                seed=None,  # their seed, and the sample's (default: the settings' seed)
+                title='Calibration report',  # the page's title
+                fit_name: str | None = None,  # what the fit events are called in the report
+                meta: dict | None = None,  # extra provenance recorded in metrics.json
+                sample_size: int = DASK_SAMPLE,  # events sampled for the significance tests and selective prediction
+                sketch=None,  # values kept per partition to place equal-mass edges (default: see `calibkit.dask`)
+                ) -> Report:
+    "`calibration_report` of a dask events frame, out of core: the same tables from passes over its partitions."
+    import calibkit.dask as cd
+    from calibkit.recalibrators import HistogramBinning
+    if not _is_dask(events): raise TypeError(f'events must be a dask events frame, got {type(events).__name__} '
+                                             '(calibration_report takes in-memory events)')
+    if fit is not None and not _is_dask(fit):
+        as_pairs(fit); fit = cd.dd.from_pandas(fit, npartitions=1)
+    check_choice('binning', binning, BINNINGS)
+    if n_bins is not None and bin_size is not None: raise ValueError('give at most one of n_bins and bin_size')
+    sample_size = check_int('sample_size', sample_size, 1)
+    level, n_samples, seed = default('ci_level', level), default('ci_samples', n_samples), default('seed', seed)
+    seed = check_int('seed', seed, 0)
+    said = []
+    if binning == 'adaptive':
+        raise ValueError("binning='adaptive' needs the events in memory (it searches the sorted events); out of core, "
+                         "use 'equal_mass' or 'fixed_width'")
+    kw = dict(n_bins=n_bins, bin_size=bin_size, binning=binning, level=level, n_samples=n_samples, seed=seed,
+              sample_size=sample_size, sketch=sketch)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        g = make_grouper(grouper, n_groups)
+        labels = None
+        if g is not None:
+            if 'label' not in events.columns:
+                raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
+            labels = cd.label_counts(events)
+            g.fit(counts if counts is not None else cd.label_counts(fit) if fit is not None and 'label' in fit.columns
+                  else labels)
+            members = g.table().set_index('group').members if hasattr(g, 'table') else None
+        stages = {'before': events}
+        rname = _plugin_name(recalibrator)
+        if recalibrator not in (None, 'none'):
+            rec = make_recalibrator(recalibrator, params)
+            if not isinstance(rec, HistogramBinning) or g is not None:
+                said.append(f'recalibration not computed out of core: {rname}' + (' per group' if g is not None else '')
+                            + ' needs the fit events in memory; only histogram binning without a grouper is fitted '
+                            'out of core (the report has no after stage)')
+            else:
+                if fit is None: recalibrated(events, None, None, rec)       # the in-memory error: fit events are needed
+                h = cd.histogram_binning(fit, n_bins=default('n_bins', rec.n_bins))
+                stages['after'] = cd.transform(h, events)
+        metrics, bins, groups, curves, info = [], [], [], [], {}
+        gn = dict(grouper=_plugin_name(grouper), n_groups=getattr(g, 'n_groups_', None))
+        n_fit = None
+        for stage, ev in stages.items():
+            st, bound, rows, bt, se, rk = _dask_stage(ev, **kw)
+            if stage == 'before':
+                summary = dict(events=st.total, accuracy=float(st.sum_correct.sum() / st.total),
+                               mean_conf=float(st.sum_conf.sum() / st.total))
+                if labels is not None: summary['labels'] = int((labels > 0).sum())
+                drawn = len(se.cs)
+                if drawn < st.total:                     # else the sample holds every event: nothing to say
+                    said.append(f'out of core: the significance tests and selective prediction use a uniform random '
+                                f'sample of {drawn:,} of the {st.total:,} events; every other number uses all events')
+            if stage == 'after' and n_fit is None: n_fit = int(len(fit))
+            metrics += [dict(stage=stage, **r) for r in rows]
+            bins.append(bt.reset_index().assign(stage=stage, group='all'))
+            curves.append(risk_coverage(rk, max_points=MAX_CURVE_POINTS).assign(stage=stage))
+            note = bins_note(st, n_bins=n_bins, bin_size=bin_size, binning=binning)
+            bnote = _bound_note(bound, st.total)
+            info[stage] = dict(name=stage_name(stage, st.total, recalibrator=rname if len(stages) > 1 else None,
+                                               fit_name=fit_name, n_fit=n_fit),
+                               n_bins=int(np.count_nonzero(st.n)),
+                               bins_note='; '.join(x for x in (note, bnote) if x) or None,
+                               equal_mass_bound=bound, verdict=stage_verdict(bt, rows, level), bands='binomial',
+                               significance=stage_significance(se, None, level=level), sample=len(se.cs),
+                               selective=selective_summary(rk).to_dict())
+            if g is None: continue
+            mapping = pd.Series(np.asarray(g.assign(pd.Series(labels.index))), index=labels.index)
+            gb = cd.group_stats(ev, mapping, n_bins=n_bins, bin_size=bin_size, binning=binning, sketch=sketch)
+            t = group_metrics(gb.stats, gb.group, level=level, n_samples=n_samples, seed=seed)
+            t['n_labels'] = mapping[labels > 0].value_counts().reindex(t.group).fillna(0).astype(int).to_numpy()
+            if gb.calib_mse_bound is not None:     # |√a − √b| ≤ √|a − b|: the GMCE's certified bound
+                t['gmce_bound'] = np.sqrt(gb.calib_mse_bound.reindex(t.group).to_numpy())
+            if members is not None: t.insert(1, 'members', members.reindex(t.group).to_numpy())
+            groups.append(t.assign(stage=stage))
+            ids = gb.group.astype(str).astype(object)
+            bins.append(bin_table(gb.stats, level).reset_index().assign(stage=stage, group=ids))
+            if len(t) < g.n_groups_:
+                said.append(f'{g.n_groups_ - len(t)} of {g.n_groups_} groups have no {stage} events and are not in '
+                            'the group table')
+    said += [str(w.message) for w in caught]
+    said = list(dict.fromkeys(said))
+    for w in said: warnings.warn(w, stacklevel=2)
+    cols = ['stage', 'group', 'bin', 'lo', 'hi', 'n', 'conf', 'acc', 'se', 'ci_lo', 'ci_hi', 'band_lo', 'band_hi']
+    gcols = ['stage', 'group', 'members', 'gmce', 'lo', 'hi', 'n_events', 'n_labels', 'n_bins', 'gmce_bound']
+    meta = dict(title=title, calibkit_version=calibkit_version(), binning=binning, n_bins=info['before']['n_bins'],
+                n_bins_requested=n_bins, bin_size=bin_size, level=level, n_samples=n_samples, seed=seed,
+                grouper=_plugin_name(grouper), n_groups=gn['n_groups'], recalibrator=rname,
+                params=params or None, fit=fit_name, fit_events=n_fit, out_of_core=dict(
+                    partitions=int(events.npartitions), sample_size=sample_size), **(meta or {}))
+    if 'after' in info:
+        b, a = (info[s]['verdict']['calib_mse'] for s in ('before', 'after'))
+        summary['change'] = dict(key='calib_mse', before=b, after=a, text=f'CalibMSE {_g(b[0])} → {_g(a[0])} '
+                                 f'({level:.0%} CI {_g(a[1])}–{_g(a[2])}) {info["after"]["name"]}')
+    return Report(summary=summary, metrics=pd.DataFrame(metrics),
+                  bins=pd.concat(bins)[cols].reset_index(drop=True),
+                  groups=pd.concat(groups).reindex(columns=gcols).reset_index(drop=True) if groups else None,
+                  meta=meta, warnings=said, stages=info,
                   curves=pd.concat(curves)[['stage', *curves[0].columns[:-1]]].reset_index(drop=True))
 
 # %% ../nbs/60_report.ipynb #baf6b35e

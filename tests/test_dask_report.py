@@ -1,0 +1,186 @@
+"""Issue 28, the report on a cluster: `calibkit report FOLDER|GLOB [--dask [ADDRESS]]` and `calibration_report` of a dask
+events frame give the in-memory report's numbers (fixed-width bins exactly, sketched equal-mass bins within their
+certified bound), and every failure is one line with its documented exit status."""
+import json, logging, sys
+from pathlib import Path
+import numpy as np, pandas as pd, pytest
+from clidata import calibkit
+
+dask = pytest.importorskip('dask')
+distributed = pytest.importorskip('distributed')
+import dask.dataframe as dd
+from calibkit import cli
+from calibkit.inputs import InputError, NoInputError, event_files, read_event_files
+from calibkit.outdir import MARKER
+from calibkit.report import REPORT_FILES, calibration_report, dask_report
+
+N, SHARDS = 100_000, 5
+
+
+def draw(rng, n):
+    q = rng.uniform(.3, 1, n)
+    return pd.DataFrame(dict(conf=q, correct=(rng.random(n) < q ** 1.4).astype(np.uint8),
+                             label=rng.choice(list('ABCDE'), n, p=[.4, .3, .15, .1, .05])))
+
+
+@pytest.fixture(scope='module')
+def data(tmp_path_factory):
+    "N events in SHARDS Parquet files (and the same as CSV), held-out fit events in 2 Parquet files."
+    d = tmp_path_factory.mktemp('shards')
+    rng = np.random.default_rng(11)
+    ev, fit = draw(rng, N), draw(rng, N // 4)
+    for name, df, k in (('test', ev, SHARDS), ('fit', fit, 2)):
+        (d/name).mkdir()
+        for i, part in enumerate(np.array_split(np.arange(len(df)), k)):
+            df.iloc[part].to_parquet(d/name/f'part-{i}.parquet', index=False)
+    (d/'csv').mkdir()
+    for i, part in enumerate(np.array_split(np.arange(N), SHARDS)): ev.iloc[part].to_csv(d/'csv'/f'p{i}.csv', index=False)
+    return d, ev, fit
+
+
+@pytest.fixture
+def local(monkeypatch):
+    "`--dask` starts a threaded LocalCluster in this process (fast to start)."
+    monkeypatch.setattr(cli, 'DASK_LOCAL', dict(processes=False, n_workers=1, threads_per_worker=2,
+                                                dashboard_address=':0', silence_logs=logging.ERROR))
+
+
+def run(*argv, capsys) -> dict:
+    "`calibkit report ... --json --quiet` in this process: metrics.json as a dict."
+    assert cli.main(['report', *map(str, argv), '--json', '--quiet']) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def metric(m: dict, key: str, stage='before') -> float:
+    return next(r['estimate'] for r in m['metrics'] if r['key'] == key and r['stage'] == stage)
+
+
+def test_event_files_and_provenance(data):
+    d, ev, _ = data
+    files = event_files(d/'test')
+    assert [p.name for p in files] == [f'part-{i}.parquet' for i in range(SHARDS)]
+    assert [p.name for p in event_files(f'{d}/test/part-[13].parquet')] == ['part-1.parquet', 'part-3.parquet']
+    got = read_event_files(files)
+    np.testing.assert_array_equal(got.conf, ev.conf)
+    assert [f['events'] for f in got.attrs['files']] == [N // SHARDS] * SHARDS
+    assert got.file.cat.codes.to_numpy()[N // SHARDS] == 1          # the first event of the second file
+    with pytest.raises(NoInputError, match='no file matches'): event_files(f'{d}/test/*.csv')
+
+
+def test_folder_in_memory_equals_one_file(data, tmp_path, capsys):
+    "Without --dask a folder is read in memory: the same numbers as the concatenated events in one file."
+    d, ev, _ = data
+    ev.to_parquet(tmp_path/'all.parquet', index=False)
+    one, many = run(tmp_path/'all.parquet', '--n-samples', 100, capsys=capsys), run(d/'test', '--n-samples', 100, capsys=capsys)
+    assert one['metrics'] == many['metrics'] and one['stages'] == many['stages']
+    assert many['summary']['files'] == SHARDS and 'files' not in one['summary']
+    glob = run(f'{d}/csv/p*.csv', '--n-samples', 100, capsys=capsys)     # CSV: the same numbers (float text round trip)
+    assert abs(metric(glob, 'calib_mse') - metric(one, 'calib_mse')) < 1e-12
+
+
+def test_cli_dask_equals_in_memory_within_bounds(data, local, tmp_path, capsys):
+    "The headline test: --dask on a Parquet folder agrees with the in-memory report within the certified bounds."
+    d, ev, _ = data
+    mem = run(d/'test', '--n-samples', 100, '--grouper', 'per_class', capsys=capsys)
+    dk = run(d/'test', '--dask', '--n-samples', 100, '--grouper', 'per_class', capsys=capsys)
+    b = dk['stages']['before']['equal_mass_bound']
+    # N / SHARDS events per partition are below the default sketch (2^22 / SHARDS values): every value is kept, the
+    # edges are exact and so is the bound (0); test_api_... shrinks the sketch for a non-trivial bound
+    assert b == dict(max_rank_error=0, calib_mse=0.0, ece_l1=0.0)
+    assert abs(metric(dk, 'calib_mse') - metric(mem, 'calib_mse')) <= b['calib_mse'] + 1e-15
+    assert abs(metric(dk, 'ece_l1') - metric(mem, 'ece_l1')) <= b['ece_l1'] + 1e-15
+    assert metric(dk, 'brier') == pytest.approx(metric(mem, 'brier'), rel=1e-12)        # a sum over events: exact
+    ms = {k: v for k, v in mem['summary'].items() if k != 'files'}
+    assert dk['summary'] == pytest.approx(ms, rel=1e-12)                 # sums in another order
+    # the sample holds all N events (N < DASK_SAMPLE): the significance test is the in-memory one
+    assert dk['stages']['before']['significance'] == mem['stages']['before']['significance']
+    gd, gm = (pd.DataFrame(m['groups']).set_index('group') for m in (dk, mem))
+    assert (abs(gd.gmce - gm.gmce) <= gd.gmce_bound + 1e-12).all() and (gd.n_events == gm.n_events).all()
+    assert 'sketched edges (out of core)' in dk['stages']['before']['bins_note']
+    out = tmp_path/'rep'                                       # the written report, through the safe output protocol
+    assert cli.main(['report', str(d/'test'), '--dask', '--n-samples', '100', '--out', str(out), '--quiet']) == 0
+    page = (out/'report.html').read_text()
+    assert 'certified' in page and 'sketched edges (out of core)' in page
+    assert (out/MARKER).exists() and {p.name for p in out.iterdir()} - {MARKER} <= REPORT_FILES
+
+
+def test_cli_dask_fixed_width_is_exact_and_histogram_fit(data, local, capsys):
+    d, ev, _ = data
+    args = ('--binning', 'fixed_width', '--n-bins', 15, '--n-samples', 100)
+    mem, dk = run(d/'test', *args, capsys=capsys), run(d/'test', *args, '--dask', capsys=capsys)
+    for a, b in zip(mem['metrics'], dk['metrics']):
+        assert a['key'] == b['key'] and a['estimate'] == pytest.approx(b['estimate'], rel=1e-9, abs=1e-15)
+    rec = ('--fit', d/'fit', '--recalibrator', 'histogram', '--n-samples', 100)
+    mem, dk = run(d/'test', *rec, capsys=capsys), run(d/'test', *rec, '--dask', capsys=capsys)
+    # the same recalibrator (the fit's 2 partitions fit in the sketch): the same recalibrated confidences, so the same
+    # Brier score (a sum over events); their bins differ (10 distinct values: tie runs are binned differently)
+    assert metric(dk, "brier", "after") == pytest.approx(metric(mem, "brier", "after"), rel=1e-3)
+    assert metric(dk, 'calib_mse', 'after') < metric(dk, 'calib_mse', 'before') / 5
+    iso = run(d/'test', '--fit', d/'fit', '--recalibrator', 'isotonic', '--n-samples', 100, '--dask', capsys=capsys)
+    assert list(iso['stages']) == ['before']
+    assert any(w.startswith('recalibration not computed out of core: isotonic') for w in iso['warnings'])
+
+
+def test_cli_dask_address(data, capsys):
+    "--dask ADDRESS connects to a running scheduler."
+    d, _, _ = data
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2, protocol='tcp',
+                                  dashboard_address=':0', silence_logs=logging.ERROR) as cluster:
+        dk = run(d/'test', '--dask', cluster.scheduler_address, '--n-samples', 100, capsys=capsys)
+    assert dk['summary']['events'] == N and dk['meta']['out_of_core']['partitions'] == SHARDS
+
+
+def test_api_dask_frame_is_the_same_entry(data):
+    "calibration_report takes a dask frame; with a small sketch the bound is non-trivial and holds."
+    d, ev, _ = data
+    with pytest.warns(UserWarning, match='uniform random sample of 50,000 of the 100,000 events'):
+        dk = dask_report(dd.from_pandas(ev, npartitions=7), n_samples=100, sample_size=50_000, sketch=500)   # of 14,286
+    mem = calibration_report(ev, n_samples=100)
+    b = dk.stages['before']['equal_mass_bound']
+    assert 0 < b['max_rank_error'] <= N // 100 and 0 < b['calib_mse'] < 2e-3
+    e = lambda r: r.metrics.set_index('key').estimate
+    assert abs(e(dk)['calib_mse'] - e(mem)['calib_mse']) <= b['calib_mse']
+    assert abs(e(dk)['ece_l1'] - e(mem)['ece_l1']) <= b['ece_l1']
+    assert e(dk)['calib_mse'] != e(mem)['calib_mse']          # the bins differ: the bound is doing the work
+    assert dk.stages['before']['sample'] == 50_000
+    assert any('uniform random sample of 50,000 of the 100,000 events' in w for w in dk.warnings)
+    with pytest.raises(ValueError, match='needs the events in memory'):
+        calibration_report(dd.from_pandas(ev, npartitions=2), binning='adaptive')
+
+
+def one_line(r, code: int) -> str:
+    assert r.returncode == code, (r.returncode, r.stderr)
+    assert r.stderr.count('\n') == 1 and r.stderr.startswith('calibkit: error: ') and 'Traceback' not in r.stderr, r.stderr
+    return r.stderr[len('calibkit: error: '):-1]
+
+
+def test_errors_are_one_line_with_their_exit_status(data, tmp_path):
+    d, _, _ = data
+    assert 'no file matches this pattern' in one_line(calibkit('report', f'{d}/test/*.csv', '--json'), 66)
+    assert 'no file matches this pattern' in one_line(calibkit('report', f'{d}/test/*.csv', '--dask', '--json'), 66)
+    (tmp_path/'empty').mkdir()
+    assert 'holds no events files' in one_line(calibkit('report', tmp_path/'empty', '--json'), 66)
+    mixed = tmp_path/'mixed'; mixed.mkdir()
+    pd.DataFrame(dict(conf=[.5, .7], correct=[1, 0])).to_parquet(mixed/'a.parquet')
+    pd.DataFrame(dict(conf=[.5, .7], correct=[1, 0], label=['A', 'B'])).to_parquet(mixed/'b.parquet')
+    assert "differ from a.parquet's" in one_line(calibkit('report', mixed, '--json'), 65)
+    assert "differ from a.parquet's" in one_line(calibkit('report', mixed, '--dask', '--json'), 65)
+    (mixed/'b.parquet').unlink(); (mixed/'c.csv').write_text('conf,correct\n0.5,1\n')
+    assert 'mixes file types' in one_line(calibkit('report', mixed, '--json'), 65)
+    assert '--threshold applies' in one_line(calibkit('report', d/'test', '--dask', '--threshold', .5, '--json'), 2)
+    assert 'reads files, not standard input' in one_line(calibkit('report', '-', '--format', 'csv', '--dask', '--json', stdin=''), 2)
+
+
+def test_dask_extra_missing_exits_69(data, monkeypatch, capsys):
+    d, _, _ = data
+    monkeypatch.setitem(sys.modules, 'distributed', None)       # as if calibkit[dask] were not installed
+    assert cli.main(['report', str(d/'test'), '--dask', '--json', '--quiet']) == cli.EX_UNAVAILABLE
+    assert capsys.readouterr().err == "calibkit: error: --dask needs the dask extra: pip install 'calibkit[dask]'\n"
+
+
+def test_unreachable_scheduler_exits_69(data, monkeypatch, capsys):
+    d, _, _ = data
+    monkeypatch.setattr(cli, 'DASK_TIMEOUT', '1s')
+    assert cli.main(['report', str(d/'test'), '--dask', 'tcp://127.0.0.1:9', '--json', '--quiet']) == cli.EX_UNAVAILABLE
+    err = capsys.readouterr().err
+    assert err.startswith('calibkit: error: --dask tcp://127.0.0.1:9: no dask scheduler answers') and err.count('\n') == 1
