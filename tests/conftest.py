@@ -55,8 +55,8 @@ def run_lock(path: Path):
 
 def run_dir(tmp_path_factory) -> Path:
     "A folder shared by every process of this test run (under pytest-xdist each worker has its own base folder in it)."
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get('PYTEST_XDIST_WORKER') else base
+    base, worker = tmp_path_factory.getbasetemp(), os.environ.get('PYTEST_XDIST_WORKER')
+    return base.parent if worker and base.name == f'popen-{worker}' else base     # (a pytest a worker starts: its own)
 
 
 @pytest.fixture(scope='session')
