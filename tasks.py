@@ -37,6 +37,11 @@ DEMO_NOTEBOOKS = ['41_studies.ipynb', '90_tutorial_plugins.ipynb', '91_tutorial_
 # what must not change when notebooks are cleaned and the library is exported
 GENERATED = ['nbs', 'calibkit']
 ONE_THREAD = {'OMP_NUM_THREADS': '1', 'OPENBLAS_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'}
+# pytest in `test`: two processes (pytest-xdist; the machines have 2 cores), each test file on one of them so that a
+# file's module-scoped fixtures (a venv, a browser, trained models) are made once, the files in the order collected
+# (the slowest first: tests/conftest.py); the slowest tests are listed at the end
+PYTEST_WORKERS = 2
+PYTEST_ARGS = ['-n', str(PYTEST_WORKERS), '--dist', 'loadfile', '--no-loadscope-reorder', '--durations', '25']
 
 
 def run(*cmd, **kw):
@@ -87,7 +92,10 @@ def pip(*args, what):
         elif line.startswith('ERROR'):
             print(f'  {line}', flush=True)
     print(f'{what} ...', flush=True)
-    rc = logged([BIN/'python', '-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', *args], SETUP_LOG, on_line=show)
+    # --no-compile: no bytecode for the thousands of modules installed (torch, transformers) that no run imports; Python
+    # writes it for those it does import, on their first import (pip's compiling was most of torch's install time)
+    rc = logged([BIN/'python', '-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', '--no-compile',
+                 *args], SETUP_LOG, on_line=show)
     if rc: fail_with_log(f'installing {what} failed', SETUP_LOG)
     step(f'  done: {what} ({seen[0]} new or updated)', t0)
 
@@ -199,15 +207,34 @@ def docs():
     step(f'site built into {ROOT/"_docs"}', t0)
 
 
+class Steps:
+    "The steps of `test`, each timed as it ends: wall clock, and the processor time of this process and its children."
+    def __init__(self): self.done = []
+
+    def __call__(self, name, fn, *args):
+        t0, c0 = time.monotonic(), os.times()
+        fn(*args)
+        c1 = os.times()
+        cpu = sum(c1[:4]) - sum(c0[:4])           # user and system, own and waited-for children's
+        self.done.append((name, time.monotonic() - t0, cpu))
+        print(f'step {name}: {self.done[-1][1]:.0f} s ({cpu:.0f} s of processor time)', flush=True)
+
+    def summary(self):
+        return 'steps so far: ' + ', '.join(f'{n} {w:.0f} s' for n, w, _ in self.done) + \
+            f'; {sum(w for _, w, _ in self.done):.0f} s in all (pytest reports its own time last)'
+
+
 def test():
-    "Every check CI runs, in this order."
-    setup()
-    browser()
-    unchanged_by('nbdev-clean')
-    unchanged_by('nbdev-export')
-    check_notebooks()
-    docs()
-    r = run(BIN/'python', '-m', 'pytest', 'tests', env=test_env())
+    "Every check CI runs, in this order; pytest with PYTEST_WORKERS processes, each test file on one of them."
+    steps = Steps()
+    steps('setup', setup)
+    steps('browser', browser)
+    steps('nbdev-clean', unchanged_by, 'nbdev-clean')
+    steps('nbdev-export', unchanged_by, 'nbdev-export')
+    steps('check-notebooks', check_notebooks)
+    steps('docs', docs)
+    print(steps.summary(), flush=True)
+    r = run(BIN/'python', '-m', 'pytest', 'tests', *PYTEST_ARGS, env=test_env())
     if r.returncode == 5: sys.exit('pytest collected no tests: that is a failure here')
     sys.exit(r.returncode)
 

@@ -25,15 +25,7 @@ def sh(*cmd, cwd=None, env=None, timeout=900):
     return r
 
 
-@pytest.fixture(scope='module')
-def dist(tmp_path_factory):
-    "The sdist, and the wheel built from it (`python -m build`, no isolation: offline-friendly)."
-    out = tmp_path_factory.mktemp('dist')
-    sh(sys.executable, '-m', 'build', '--no-isolation', '--outdir', out, ROOT, cwd=ROOT, env=clean_env())
-    (wheel,), (sdist,) = out.glob('calibkit-*.whl'), out.glob('calibkit-*.tar.gz')
-    return wheel, sdist
-
-
+# `dist` (tests/conftest.py): the sdist and the wheel built from it, once per run (tests/test_project.py reads it too)
 @pytest.fixture(scope='module')
 def wheel_venv(dist, tmp_path_factory):
     "A fresh venv with only the wheel installed (its dependencies from the registry / pip's cache); its bin folder."

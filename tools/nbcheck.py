@@ -16,6 +16,20 @@ NBS = ROOT/'nbs'
 NB_MAX_BYTES = 2_000_000
 NB_WORKERS = 2
 NB_CELL_TIMEOUT = 1200
+# How long each notebook takes to execute, in seconds (measured 2026-11-26 by `python3 tasks.py check-notebooks`, which
+# prints each notebook's time, on a loaded 2-core machine: the ratios are what count). The check starts the longest
+# first, so that the two workers finish together: started last, the longest tutorial kept one worker busy alone for
+# minutes (the classic longest-processing-time-first rule, Graham 1969). A notebook not listed counts as the longest.
+NB_SECONDS = {
+    '93_tutorial_seq2seq': 588, '94_tutorial_sparse_tagsets': 269, '91_tutorial_twitter_pos': 126,
+    '31_multiclass': 125, '92_tutorial_coref': 76, '40_charts': 64, '63_demos': 50, '41_studies': 47,
+    '14_models_coref': 45, '60_report': 41, '70_dask': 35, '80_howto': 34, '15_extract_seq2seq': 33,
+    '90_tutorial_plugins': 31, '16_models_seq2seq': 29, '42_sparse_study': 28, '12_models_taggers': 27, '62_cli': 24,
+    '07_conformal': 22, 'index': 22, '30_recalibrators': 14, '17_extract_llm': 13, '11_extract_taggers': 12,
+    '13_extract_coref': 12, '01_events': 11, '05_significance': 10, '10_plugins': 10, '18_extractor_base': 10,
+    '20_groupers': 10, '19_default_plugins': 8, '00_config': 7, '04_diagnostics': 7, '06_selective': 7,
+    '53_data_ud': 7, '64_main': 7, '51_data_coref': 6, '61_inputs': 5, '03_metrics': 4, '65_outdir': 4,
+    '02_binning': 3, '52_data_bundled': 3, '66_tutorial_output': 3, '50_data_conll': 2}
 # what the study and tutorial notebooks write besides themselves (committed: the README and the docs show it); a
 # check leaves it as it found it, so that on another processor it does not rewrite tracked files with other digits.
 # The tutorials write there because the runs here name it as their output root (calibkit.tutorials.OUT_ENV).
@@ -277,6 +291,11 @@ def restore(before: dict[Path, bytes]) -> list[Path]:
     return changed
 
 
+def longest_first(paths: list[Path]) -> list[Path]:
+    "`paths` in the order the check starts them: by NB_SECONDS, longest first; notebooks not listed before all, by name."
+    return sorted(paths, key=lambda p: (-NB_SECONDS.get(p.stem, float('inf')), p.name))
+
+
 def run_notebooks(write: bool, names=(), env=None):
     """Execute notebooks with NB_WORKERS processes in environment `env`; write them back (`write`) or fail on any stale
     output. The files under `WRITTEN` are left as they were found by a check, and by a write that kept every notebook."""
@@ -286,15 +305,19 @@ def run_notebooks(write: bool, names=(), env=None):
     before, written = contents(WRITTEN), []
     problems = [] if write else [p for path in paths for p in static_problems(path)]
     t0 = time.monotonic()
-    print(f'executing {len(paths)} notebook(s) with {NB_WORKERS} workers', flush=True)
+    print(f'executing {len(paths)} notebook(s) with {NB_WORKERS} workers, the longest first', flush=True)
+    spent = {}
     with ProcessPoolExecutor(NB_WORKERS) as pool:
-        futures = [pool.submit(nb_job, (p, write, env)) for p in paths]
+        futures = [pool.submit(nb_job, (p, write, env)) for p in longest_first(paths)]
         for f in as_completed(futures):
             name, problem, secs, wrote = f.result()
             print(f'  {"FAIL" if problem else "ok  "} {name} ({secs:.0f} s){" written" if wrote else ""}', flush=True)
+            spent[name] = secs
             if problem: problems.append(problem)
             if wrote: written.append(name)
-    print(f'{len(paths)} notebook(s) executed ({time.monotonic() - t0:.0f} s)', flush=True)
+    slowest = ', '.join(f'{n} {s:.0f}' for n, s in sorted(spent.items(), key=lambda kv: -kv[1])[:5])
+    print(f'{len(paths)} notebook(s) executed ({time.monotonic() - t0:.0f} s; {sum(spent.values()):.0f} s of execution '
+          f'on {NB_WORKERS} workers; slowest, in s: {slowest})', flush=True)
     if not written and (restored := restore(before)):
         print(f'note: put back {len(restored)} file(s) under {WRITTEN.name}/ that the notebooks rewrote (every notebook '
               'matched its committed outputs: the files stay as committed with them)', flush=True)
