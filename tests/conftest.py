@@ -23,8 +23,8 @@ if TESTPLUGINS.is_dir() and str(TESTPLUGINS) not in sys.path:
 # The slowest test files, slowest first (measured with `pytest --durations`): collected first, so that under
 # `python3 tasks.py test` (pytest-xdist, each file on one worker) no long file starts last and keeps one worker busy
 # alone. The order of tests inside a file, and of the files not listed, is unchanged.
-SLOW_FILES = ['test_cli_safety.py', 'test_cli.py', 'test_wheel.py', 'test_docs.py', 'test_cli_inputs.py', 'test_cli_scripting.py',
-              'test_project.py']
+SLOW_FILES = ['test_cli_safety.py', 'test_cli.py', 'test_cli_conformal.py', 'test_wheel.py', 'test_dask_report.py',
+              'test_docs.py', 'test_cli_inputs.py', 'test_cli_scripting.py', 'test_project.py']
 
 
 def pytest_collection_modifyitems(session, config, items):
