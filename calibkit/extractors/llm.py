@@ -190,6 +190,21 @@ def answer_span(
     return tokens[keep & np.repeat(ok, nt)].reset_index(drop=True), out
 
 # %% ../../nbs/17_extract_llm.ipynb #3c042796
+def _outcomes(resp: pd.DataFrame, answers: list, norm) -> np.ndarray:
+    "Each response's `correct` if given, else the exact match of its answer with `gold` (after `norm`); neither: error."
+    has = resp['correct'].notna().to_numpy()
+    if not has.all():
+        no_gold = ~has & resp['gold'].isna().to_numpy()
+        if no_gold.any():
+            r = resp[no_gold].iloc[0]
+            raise ValueError(f'{count_true(no_gold)} of {len(resp)} responses have neither correct nor gold '
+                             f'(e.g. {_place(resp.attrs["source"], r.line)}: choices[{r.choice}])')
+    correct = resp['correct'].to_numpy(np.uint8, na_value=0)
+    if not has.all():
+        sub = np.flatnonzero(~has)
+        correct[sub] = exact_match([answers[i] for i in sub], resp['gold'].to_numpy()[sub].tolist(), normalize=norm)
+    return correct
+
 def _source(source, marker, tol):
     return answer_span(*read_openai_logprobs(source, tol=tol), marker)
 
@@ -206,17 +221,7 @@ def openai_sequence_events(
     of the answer with `gold` (after `normalize`)."""
     norm = _normalizer(normalize)
     tok, resp = _source(source, span, tol)
-    has = resp['correct'].notna().to_numpy()
-    if not has.all():
-        no_gold = ~has & resp['gold'].isna().to_numpy()
-        if no_gold.any():
-            r = resp[no_gold].iloc[0]
-            raise ValueError(f'{count_true(no_gold)} of {len(resp)} responses have neither correct nor gold '
-                             f'(e.g. {_place(resp.attrs["source"], r.line)}: choices[{r.choice}])')
-    correct = resp['correct'].to_numpy(np.uint8, na_value=0)
-    if not has.all():
-        sub = ~has
-        correct[sub] = exact_match(resp['answer'][sub].tolist(), resp['gold'][sub].tolist(), normalize=norm)
+    correct = _outcomes(resp, resp['answer'].tolist(), norm)
     item = np.repeat(np.arange(len(resp)), resp['n_answer'].to_numpy())
     steps = pd.DataFrame({'item': item, 'conf': np.exp(tok['logprob'].to_numpy())})
     ev = sequence_events(steps, correct=correct, how=how)
@@ -400,21 +405,6 @@ def parse_verbal_confidence(
     return res.astype({'conf': np.float64, 'start': np.int64, 'end': np.int64})
 
 # %% ../../nbs/17_extract_llm.ipynb #8c3f5e37
-def _outcomes(resp: pd.DataFrame, answers: list, norm) -> np.ndarray:
-    "Each response's `correct` if given, else the exact match of its answer with `gold` (after `norm`); neither: error."
-    has = resp['correct'].notna().to_numpy()
-    if not has.all():
-        no_gold = ~has & resp['gold'].isna().to_numpy()
-        if no_gold.any():
-            r = resp[no_gold].iloc[0]
-            raise ValueError(f'{count_true(no_gold)} of {len(resp)} responses have neither correct nor gold '
-                             f'(e.g. {_place(resp.attrs["source"], r.line)}: choices[{r.choice}])')
-    correct = resp['correct'].to_numpy(np.uint8, na_value=0)
-    if not has.all():
-        sub = np.flatnonzero(~has)
-        correct[sub] = exact_match([answers[i] for i in sub], resp['gold'].to_numpy()[sub].tolist(), normalize=norm)
-    return correct
-
 def _answer(text: str, start: int, end: int, marker: str | None) -> str:
     "The text before the confidence statement (after it, if nothing precedes it), after the last `marker` if present."
     a = text[:start] if text[:start].strip() else text[end:]
