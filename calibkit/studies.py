@@ -54,8 +54,8 @@ def _ints(values, name: str, lo: int, hi: int | None = None) -> list[int]:
     out = [one(v) for v in vals]
     bad = [v for v, o in zip(vals, out) if o is None]
     if bad:
-        raise ValueError(f'{name}: {len(bad)} of {len(vals)} values are not integers in [{lo}, {hi if hi is not None else "∞"}], '
-                         f'e.g. {bad[0]!r}')
+        top = hi if hi is not None else '∞'
+        raise ValueError(f'{name}: {len(bad)} of {len(vals)} values are not integers in [{lo}, {top}], e.g. {bad[0]!r}')
     return sorted(set(out))
 
 def _settings(ks, seeds) -> list[tuple[float, int]]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Mapping
 import numpy as np, pandas as pd
 from ..config import default
-from ..events import (count_true, label_column, numeric_array, check_choice, check_conf, check_int, check_probs, check_scores,
-                             events_from_scores, top_label_events)
+from ..events import (count_true, label_column, numeric_array, check_choice, check_conf, check_int, check_probs,
+                             check_scores, events_from_scores, top_label_events)
 from .base import Extractor
 
 # %% auto #0
