@@ -8,15 +8,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from statistics import NormalDist
 import numpy as np, pandas as pd
-from .config import default
+from .config import BINNINGS, default
 from .events import as_pairs, check_choice, check_float, check_int
 
 # %% auto #0
-__all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'DING_Z', 'BINNINGS', 'sort_pairs', 'keep_ties', 'tie_runs',
-           'SortedEvents', 'sorted_events', 'bin_starts', 'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats',
-           'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats',
-           'z_value', 'bin_table', 'equal_mass_bins', 'fixed_width_bins', 'ding_sizes', 'adaptive_stats', 'bin_stats',
-           'group_bins']
+__all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'DING_Z', 'sort_pairs', 'keep_ties', 'tie_runs', 'SortedEvents',
+           'sorted_events', 'bin_starts', 'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats', 'stats_from_sorted',
+           'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats', 'z_value', 'bin_table',
+           'equal_mass_bins', 'fixed_width_bins', 'ding_sizes', 'adaptive_stats', 'bin_stats', 'group_bins', 'BINNINGS']
 
 # %% ../nbs/02_binning.ipynb #3aeb1f33
 def sort_pairs(
@@ -358,7 +357,7 @@ def adaptive_stats(
     return BinStats(**{k: None if v is None else v[::-1].copy() for k, v in vars(st).items()} | dict(lo=st.hi[::-1].copy(), hi=st.lo[::-1].copy()))
 
 # %% ../nbs/02_binning.ipynb #788d4e16
-BINNINGS = ('equal_mass', 'fixed_width', 'adaptive')
+_all_ = ['BINNINGS']   # the schemes, defined once in calibkit.config (the numpy-free CLI reads them too)
 
 def bin_stats(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)

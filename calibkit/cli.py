@@ -6,15 +6,15 @@
 from __future__ import annotations
 import argparse, contextlib, os, sys
 from pathlib import Path
-from .config import calibkit_version, default, progress, settings
+from .config import BINNINGS, calibkit_version, default, progress, settings
 from .outdir import OutputError, claim
 
 # %% auto #0
 __all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_SOFTWARE', 'EX_CANTCREAT', 'EXIT_CODES', 'MAX_SAMPLES',
-           'FORMATS', 'BINNINGS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'CLIError', 'first_line', 'failing_as', 'output_error',
-           'int_flag', 'float_flag', 'param_flag', 'raw_output', 'load_input', 'read_stdin', 'is_many', 'input_name',
+           'FORMATS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'CLIError', 'first_line', 'failing_as', 'output_error', 'int_flag',
+           'float_flag', 'param_flag', 'raw_output', 'load_input', 'read_stdin', 'is_many', 'input_name',
            'dask_cluster', 'load_scores', 'cmd_report', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser',
-           'parser', 'main']
+           'parser', 'main', 'BINNINGS']
 
 # %% ../nbs/62_cli.ipynb #52c6fcf9
 EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_SOFTWARE, EX_CANTCREAT = 2, 65, 66, 69, 70, 73
@@ -99,7 +99,7 @@ def param_flag(text: str,  # the flag's value, K=V
 
 # %% ../nbs/62_cli.ipynb #de999934
 FORMATS = {'csv': '.csv', 'jsonl': '.jsonl', 'parquet': '.parquet'}
-BINNINGS = ('equal_mass', 'fixed_width', 'adaptive')   # calibkit.binning.BINNINGS, spelled out: the CLI starts without numpy
+_all_ = ['BINNINGS']   # calibkit.config.BINNINGS, the one definition (numpy-free, as the CLI's start is)
 
 def _is_top_logits(path: Path) -> bool:
     "Whether a JSON Lines file holds calibration_metric records (its first record has `top_logits`)."
@@ -509,7 +509,7 @@ def parser() -> argparse.ArgumentParser:
     b = r.add_mutually_exclusive_group()
     b.add_argument('--n-bins', type=int_flag('--n-bins', 1), help=f'bins (default {s.n_bins}; at most the number of events)')
     b.add_argument('--bin-size', type=int_flag('--bin-size', 1), help='events per equal-mass bin')
-    r.add_argument('--binning', choices=BINNINGS, default='equal_mass',   # binning.BINNINGS (a test keeps them equal)
+    r.add_argument('--binning', choices=BINNINGS, default='equal_mass',   # config.BINNINGS, as binning.BINNINGS
                    help='bins: equal_mass (default), fixed_width, or adaptive (Ding et al. 2020: chooses its own number)')
     r.add_argument('--level', type=float_flag('--level', 0, 1, lo_open=True, hi_open=True),
                    help=f'level of the intervals, consistency bands and significance test (default {s.ci_level})')

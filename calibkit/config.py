@@ -12,8 +12,8 @@ from functools import cache
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['Settings', 'package_dir', 'calibkit_version', 'settings_path', 'read_settings', 'settings', 'default', 'progress',
-           'fixed_threads', 'require', 'public_dir']
+__all__ = ['BINNINGS', 'Settings', 'package_dir', 'calibkit_version', 'settings_path', 'read_settings', 'settings', 'default',
+           'progress', 'fixed_threads', 'require', 'public_dir']
 
 # %% ../nbs/00_config.ipynb #2467c999
 @dataclass(frozen=True)
@@ -91,6 +91,9 @@ def default(
 ):
     "`value` if given, else the study default `name`: the idiom every public function uses."
     return getattr(settings(), name) if value is None else value
+
+# %% ../nbs/00_config.ipynb #b1a7c0e3
+BINNINGS = ('equal_mass', 'fixed_width', 'adaptive')   # binning schemes (see `calibkit.binning.bin_stats`)
 
 # %% ../nbs/00_config.ipynb #2efc6c4b
 def progress(iterable=None,          # what to iterate over (tqdm's first argument)

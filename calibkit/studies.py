@@ -45,15 +45,18 @@ LINEAR_GRID = list(range(1_000, 50_001, 1_000))        # b = 1000 ... 50000
 SAMPLE_SIZES = list(range(10_000, 50_001, 1_000))      # n = 10^4 ... 5·10^4
 
 def _ints(values, name: str, lo: int, hi: int | None = None) -> list[int]:
-    "Sorted distinct integers in [lo, hi], or a ValueError naming `name` and the bad values."
-    a = np.asarray(list(values) if not np.isscalar(values) else [values])
-    if a.size == 0 or a.ndim != 1 or not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
-        raise ValueError(f'{name} must be a non-empty list of integers, got {values!r}')
-    bad = (a != np.round(a)) | (a < lo) | ((a > hi) if hi is not None else False)
-    if bad.any():
-        raise ValueError(f'{name}: {int(bad.sum())} of {a.size} values are not integers in [{lo}, {hi if hi is not None else "∞"}], '
-                         f'e.g. {a[bad][0]!r}')
-    return sorted({int(v) for v in a})
+    "Sorted distinct integers in [lo, hi] (each by `check_int`), or a ValueError naming `name` and the bad values."
+    vals = list(values) if not np.isscalar(values) else [values]
+    if not vals: raise ValueError(f'{name} must be a non-empty list of integers, got {values!r}')
+    def one(v):                                            # a grid of a few dozen values, not events: a loop is fine
+        try: return check_int(name, v, lo, hi)
+        except ValueError: return None
+    out = [one(v) for v in vals]
+    bad = [v for v, o in zip(vals, out) if o is None]
+    if bad:
+        top = hi if hi is not None else '∞'
+        raise ValueError(f'{name}: {len(bad)} of {len(vals)} values are not integers in [{lo}, {top}], e.g. {bad[0]!r}')
+    return sorted(set(out))
 
 def _settings(ks, seeds) -> list[tuple[float, int]]:
     "(k, seed) pairs of a study."

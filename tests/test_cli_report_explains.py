@@ -90,8 +90,10 @@ def test_fewer_bins_than_requested_says_why(tmp_path):
 
 
 def test_cli_binnings_are_the_librarys():
-    from calibkit import binning, cli
+    from calibkit import binning, cli, config
     assert cli.BINNINGS == binning.BINNINGS
+    assert cli.BINNINGS is binning.BINNINGS is config.BINNINGS   # one definition (config), re-exported
+    assert config.BINNINGS == ('equal_mass', 'fixed_width', 'adaptive')
 
 
 def test_per_class_on_many_labels_names_and_counts_every_group():

@@ -169,6 +169,22 @@ def test_bad_n_samples(n):
         coref_mc([np.array([1.])], n)
 
 
+def test_integral_float_counts_as_check_int_takes_them():
+    "n_samples, window and every go through the shared check_int: an integral float (1e2, 2.0) is that integer."
+    from calibkit.extractors.coref import check_window
+    P = [np.array([1.]), np.array([.3, .7]), np.array([.2, .5, .3])]
+    a, b = coref_mc(P, 1e2, seed=4), coref_mc(P, 100, seed=4)
+    np.testing.assert_array_equal(a.clusters, b.clusters)
+    assert a.clusters.shape == (3, 100)
+    np.testing.assert_array_equal(np.stack(window_pairs(4, 2.0)), np.stack(window_pairs(4, 2)))
+    assert check_window(np.int64(7)) == 7 and MentionRanker(window=3.0).window == 3
+    for bad in (0, 1.5, True, float('nan')):
+        with pytest.raises(ValueError, match='window must be an integer >= 1'): MentionRanker(window=bad)
+        with pytest.raises(ValueError, match='window must be an integer >= 1'): window_pairs(4, bad)
+    with pytest.raises(ValueError, match='every must be an integer >= 3'): split_documents([1, 2, 3], every=3.5)
+    assert split_documents(list(range(6)), every=3.0) == split_documents(list(range(6)), every=3)
+
+
 # --- plugin and model -----------------------------------------------------------------------------
 
 def test_plugin_registered():

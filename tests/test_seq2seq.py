@@ -490,7 +490,7 @@ def test_training_is_deterministic_and_events_follow_the_model(ewt):
 @needs_hf
 @pytest.mark.parametrize('call, exc, msg', [
     (lambda d: s2s.train(d, batch_size=0), ValueError, 'batch_size must be an integer >= 1, got 0'),
-    (lambda d: s2s.train(d, dropout=-.1), ValueError, 'dropout must be a number in [0, 1)'),
+    (lambda d: s2s.train(d, dropout=-.1), ValueError, 'dropout must be a finite number in [0, 1)'),
     (lambda d: s2s.train(d, seed=-1), ValueError, 'seed must be an integer >= 0, got -1'),
     (lambda d: s2s.batch_tensors(d, [0.5]), TypeError, 'idx must hold integer indices'),
     (lambda d: s2s.model_events(d, d), TypeError, 'model must be a Seq2Seq'),

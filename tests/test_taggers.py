@@ -205,3 +205,15 @@ def test_read_conll_names_file_and_line(tmp_path):
     with pytest.raises(ValueError, match=r'x\.conll:5: expected at least 2'): read_conll(p)
     p.write_text('a\tD\ndog\tN\n\n\n', encoding='utf-8')
     assert read_conll(p) == ([['a', 'dog']], [['D', 'N']])
+
+
+def test_tagger_hyperparameters_use_the_shared_validators():
+    "k_emit/k_trans (> 0) and c1/c2 (>= 0) are finite numbers (check_float): inf, once let through, is refused."
+    with pytest.raises(ValueError, match='k_trans must be a finite number > 0, got inf'): HMMTagger(k_trans=np.inf)
+    with pytest.raises(ValueError, match='k_emit must be a finite number > 0, got 0'): HMMTagger(k_emit=0)
+    with pytest.raises(ValueError, match='c2 must be a finite number >= 0, got -1'): CRFTagger(c2=-1)
+    with pytest.raises(ValueError, match='c1 must be a finite number >= 0, got inf'): CRFTagger(c1=np.inf)
+    h = HMMTagger(k_emit=np.float32(0.5), k_trans=1)
+    assert (h.k_emit, h.k_trans) == (0.5, 1.0)
+    with pytest.raises(ValueError, match="features must be one of 'basic', 'advanced'; got 'rich'"):
+        token_features(['a'], 'rich')

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 import numpy as np, pandas as pd
 from ..config import default, progress
 from fastcore.basics import patch
-from ..events import check_conf, events
+from ..events import check_conf, check_int, events
 from .base import Extractor
 
 # %% auto #0
-__all__ = ['KINDS', 'antecedent_matrix', 'CorefSamples', 'coref_mc', 'exact_pair_probs', 'window_pairs', 'first_mentions',
-           'antecedent_correct', 'CorefMCExtractor']
+__all__ = ['QUERY_KINDS', 'antecedent_matrix', 'CorefSamples', 'coref_mc', 'exact_pair_probs', 'check_window', 'window_pairs',
+           'first_mentions', 'antecedent_correct', 'CorefMCExtractor']
 
 # %% ../../nbs/13_extract_coref.ipynb #88ccc0c2
 def antecedent_matrix(
@@ -46,10 +46,8 @@ def antecedent_matrix(
 
 # %% ../../nbs/13_extract_coref.ipynb #dc48b66a
 def _check_n_samples(n_samples) -> int:
-    n_samples = default('mc_samples', n_samples)
-    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
-        raise ValueError(f'n_samples must be an integer >= 1, got {n_samples!r}')
-    return int(n_samples)
+    "`n_samples` (None: the settings' `mc_samples`) as an int >= 1, by the shared `check_int`."
+    return check_int('n_samples', default('mc_samples', n_samples), 1)
 
 def _sample_clusters(P: np.ndarray, n_samples: int, rng, quiet) -> np.ndarray:
     "(n, S) int32: the index of the first mention of mention i's cluster in each sample."
@@ -138,15 +136,20 @@ def exact_pair_probs(
     return np.einsum('a,aij->ij', weight, reach.astype(float))
 
 # %% ../../nbs/13_extract_coref.ipynb #ee7f9a74
-KINDS = ('pair', 'new', 'antecedent')
+QUERY_KINDS = ('pair', 'new', 'antecedent')   # the queries of `CorefSamples.events` (plugin kinds: `plugins.KINDS`)
+
+def check_window(
+    window,  # the largest distance i - j of a candidate antecedent (or of a pair)
+) -> int:  # `window` as an int
+    "`window` as an int >= 1, or a ValueError naming it: the one window check of `window_pairs` and `MentionRanker`."
+    return check_int('window', window, 1)
 
 def window_pairs(
     n: int,  # number of mentions
     window: int,  # largest distance i - j of a pair
 ) -> tuple[np.ndarray, np.ndarray]:  # the arrays i and j
     "All pairs (i, j) with 0 < i - j <= window among n mentions, ordered by i then j."
-    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
-        raise ValueError(f'window must be an integer >= 1, got {window!r}')
+    window = check_window(window)
     cnt = np.minimum(np.arange(n), window)                      # candidates of mention i
     i = np.repeat(np.arange(n), cnt)
     pos = np.arange(len(i)) - np.repeat(np.cumsum(cnt) - cnt, cnt)   # 0 .. cnt_i - 1 within mention i
@@ -182,12 +185,12 @@ def events(self: CorefSamples,
            gold,  # the gold cluster id of each mention (any hashable values)
            *,
            window=None,  # largest distance of a `pair` event (default: the matrix's window W)
-           kinds=KINDS,  # the queries to turn into events: some of 'pair', 'new', 'antecedent'
+           kinds=QUERY_KINDS,  # the queries to turn into events: some of 'pair', 'new', 'antecedent'
            doc=None,  # the document's name, a `doc` column (default: none)
           ) -> pd.DataFrame:  # events `kind`, `item`, `other`, `conf`, `se`, `correct` (and `doc`)
     "Events (`kind`, `item`, `other`, `conf`, `se`, `correct`) of pair / new / antecedent queries against gold clusters."
-    bad = [k for k in kinds if k not in KINDS]
-    if bad or not kinds: raise ValueError(f'kinds must be a non-empty subset of {KINDS}, got {list(kinds)}')
+    bad = [k for k in kinds if k not in QUERY_KINDS]
+    if bad or not kinds: raise ValueError(f'kinds must be a non-empty subset of {QUERY_KINDS}, got {list(kinds)}')
     n = self.n_mentions
     g = _gold_ids(gold, n)
     parts = []
@@ -203,7 +206,8 @@ def events(self: CorefSamples,
         conf = np.where(back == 0, new, self.pair_probs(i, np.maximum(j, 0)))
         parts.append(('antecedent', i, j, conf, antecedent_correct(g, back)))
     cat = lambda k: np.concatenate([p[k] for p in parts])
-    kind = pd.Categorical.from_codes(np.repeat([KINDS.index(p[0]) for p in parts], [len(p[1]) for p in parts]), KINDS)
+    codes = np.repeat([QUERY_KINDS.index(p[0]) for p in parts], [len(p[1]) for p in parts])
+    kind = pd.Categorical.from_codes(codes, QUERY_KINDS)
     ctx = dict(kind=kind, item=cat(1), other=cat(2))
     ev = events(cat(3), cat(4), **(ctx if doc is None else dict(doc=doc, **ctx)))
     ev['se'] = self.se(ev['conf'].to_numpy())
@@ -223,7 +227,7 @@ class CorefMCExtractor(Extractor):
                  n_samples: int | None = None,  # clusterings to sample per document (default: the settings' mc_samples)
                  seed=None,  # random seed of the sampling (default: the settings' seed); `extract(seed=)` overrides it
                  window: int | None = None,  # largest distance of a `pair` event (default: the matrix's window W)
-                 kinds=KINDS,  # the queries to turn into events: some of 'pair', 'new', 'antecedent'
+                 kinds=QUERY_KINDS,  # the queries to turn into events: some of 'pair', 'new', 'antecedent'
                  quiet: bool | None = None,  # no progress bar (default: `$CALIBKIT_QUIET` set)
                 ):
         self.n_samples, self.seed, self.window, self.kinds, self.quiet = _check_n_samples(n_samples), seed, window, tuple(kinds), quiet

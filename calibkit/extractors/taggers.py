@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Mapping
 import numpy as np, pandas as pd
 from ..config import default
-from ..events import (count_true, label_column, numeric_array, check_conf, check_probs, check_scores,
-                             events_from_scores, top_label_events)
+from ..events import (count_true, label_column, numeric_array, check_choice, check_conf, check_int, check_probs,
+                             check_scores, events_from_scores, top_label_events)
 from .base import Extractor
 
 # %% auto #0
@@ -193,7 +193,7 @@ def from_crfsuite(
 EVENT_KINDS = ('marginal', 'top', 'query')
 
 def _check_events(events, tag, threshold) -> None:
-    if events not in EVENT_KINDS: raise ValueError(f'events must be one of {EVENT_KINDS}, got {events!r}')
+    check_choice('events', events, EVENT_KINDS)
     if (events == 'query') != (tag is not None):
         raise ValueError("a query needs its tag (events='query', tag=...), and tag= applies only to events='query'")
     if threshold is not None and events != 'marginal':
@@ -205,9 +205,7 @@ def _tag_index(tag, labels, k: int) -> int:
         hit = np.flatnonzero(pd.Index(labels) == tag)
         if not len(hit): raise ValueError(f'tag {tag!r} is not among the {len(labels)} labels: {list(labels)}')
         return int(hit[0])
-    if isinstance(tag, (bool, np.bool_)) or not isinstance(tag, (int, np.integer)) or not 0 <= tag < k:
-        raise ValueError(f'tag must be a column id in [0, {k}) (or a name, with labels=), got {tag!r}')
-    return int(tag)
+    return check_int('tag', tag, 0, k - 1, why=' (a column id; or a name, with labels=)')
 
 def query_events(
     scores,  # n×K probability rows, one per token
@@ -334,7 +332,7 @@ class SoftmaxExtractor(TaggerExtractor):
                  threshold=None,  # lowest score of a marginal event (default: the settings' threshold)
                  atol: float = 1e-5,  # how far a row's sum may be from 1 (kind='probs')
                 ):
-        if kind not in ('probs', 'logits'): raise ValueError(f"kind must be 'probs' or 'logits', got {kind!r}")
+        check_choice('kind', kind, ('probs', 'logits'))
         super().__init__(events, tag, threshold)
         self.kind, self.atol = kind, atol
 

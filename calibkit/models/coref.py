@@ -11,7 +11,8 @@ from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression
 from ..config import fixed_threads, progress
 from ..datasets.coref import CorefDocument
-from ..extractors.coref import window_pairs, first_mentions, antecedent_correct
+from ..events import check_choice, check_int
+from ..extractors.coref import check_window, window_pairs, first_mentions, antecedent_correct
 
 # %% auto #0
 __all__ = ['GROUPS', 'TYPES', 'DIST_NAMES', 'SENT_NAMES', 'mention_attributes', 'Design', 'design', 'MentionRanker',
@@ -223,9 +224,8 @@ class MentionRanker:
                  objective: str = 'ranking',  # 'ranking' (the likelihood) or 'pairwise' (the logistic regression alone)
                  max_iter: int = 500,  # iterations at most of each solver
                 ):
-        if objective not in ('ranking', 'pairwise'): raise ValueError(f"objective must be 'ranking' or 'pairwise', got {objective!r}")
-        if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
-            raise ValueError(f'window must be an integer >= 1, got {window!r}')
+        check_choice('objective', objective, ('ranking', 'pairwise'))
+        window = check_window(window)
         if not C > 0: raise ValueError(f'C must be > 0, got {C!r}')
         self.window, self.C, self.objective, self.max_iter = int(window), float(C), objective, max_iter
         self.coef_ = None
@@ -284,7 +284,7 @@ def split_documents(
     every: int = 5,  # of every `every` documents (>= 3) the next-to-last is dev, the last test
 ) -> dict[str, list]:  # 'train', 'dev', 'test' -> their documents
     "Deterministic train/dev/test split by position: of every `every` documents the next-to-last is dev, the last test."
-    if every < 3: raise ValueError(f'every must be >= 3 (train, dev and test each need a document), got {every}')
+    every = check_int('every', every, 3, why=' (train, dev and test each need a document)')
     part = lambda k: 'dev' if k % every == every - 2 else 'test' if k % every == every - 1 else 'train'
     out = {'train': [], 'dev': [], 'test': []}
     for k, d in enumerate(docs): out[part(k)].append(d)

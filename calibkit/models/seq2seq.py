@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import NamedTuple
 import numpy as np, pandas as pd
 from ..config import default, fixed_threads, progress
-from ..events import check_int
+from ..events import check_float, check_int
 from ..extractors.seq2seq import IGNORE_INDEX, sequence_events, token_events, word_events
 from pathlib import Path
 from ..config import require
@@ -117,8 +117,7 @@ class Seq2Seq(nn.Module):
         super().__init__()
         vocab_size = check_int('vocab_size', vocab_size, len(SPECIALS) + 1)
         hidden = check_int('hidden', hidden, 1)
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-            raise ValueError(f'dropout must be a number in [0, 1), got {dropout!r}')
+        dropout = check_float('dropout', dropout, 0, 1, hi_open=True)
         self.emb = nn.Embedding(vocab_size, hidden, padding_idx=PAD)
         self.enc = nn.GRU(hidden, hidden, batch_first=True, bidirectional=True)
         self.bridge, self.key = nn.Linear(2 * hidden, hidden), nn.Linear(2 * hidden, hidden, bias=False)
@@ -191,8 +190,7 @@ def train(
     if not isinstance(data, Seq2SeqData): raise TypeError(f'data must be a Seq2SeqData (from ewt_seq2seq_data), got {type(data).__name__}')
     epochs, batch_size = check_int('epochs', epochs, 1), check_int('batch_size', batch_size, 1)
     seed = check_int('seed', default('seed', seed), 0)
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < np.inf:
-        raise ValueError(f'lr must be a positive number, got {lr!r}')
+    lr = check_float('lr', lr, 0, lo_open=True)
     idx = data.train_idx if idx is None else _check_idx(idx, len(data.src))
     with fixed_threads():
         torch.manual_seed(seed)

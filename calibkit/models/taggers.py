@@ -11,7 +11,7 @@ import numpy as np, pandas as pd
 from scipy import sparse
 from sklearn.exceptions import NotFittedError
 from ..config import default, fixed_threads, require
-from ..events import check_int
+from ..events import check_choice, check_float, check_int
 from ..extractors.taggers import crf_marginals, from_crfsuite
 
 # %% auto #0
@@ -57,7 +57,7 @@ def token_features(
     features: str = 'advanced',  # 'basic' (word, bias) or 'advanced' (one of `FEATURE_SETS`)
 ) -> list[dict]:  # one {feature: value} dict per token
     "One feature dict per token of `sent`: `basic` (word, bias) or `advanced` (window, shape, length, affixes, Twitter cues)."
-    if features not in FEATURE_SETS: raise ValueError(f'features must be one of {FEATURE_SETS}, got {features!r}')
+    check_choice('features', features, FEATURE_SETS)
     out = [{'bias': 1.0, 'w': w} for w in sent]
     if features == 'basic': return out
     low, cls, n = [w.lower() for w in sent], [word_class(w) for w in sent], len(sent)
@@ -156,9 +156,8 @@ class HMMTagger(Tagger):
                  k_emit: float = 0.01,  # add-k smoothing of the emission counts, > 0
                  k_trans: float = 0.1,  # add-k smoothing of the start, transition and end counts, > 0
                 ):
-        for name, v in (('k_emit', k_emit), ('k_trans', k_trans)):
-            if not (isinstance(v, (int, float)) and v > 0): raise ValueError(f'{name} must be a positive number, got {v!r}')
-        self.k_emit, self.k_trans = k_emit, k_trans
+        self.k_emit = check_float('k_emit', k_emit, 0, lo_open=True)
+        self.k_trans = check_float('k_trans', k_trans, 0, lo_open=True)
 
     def fit(self,
             sents,  # sentences: lists of words
@@ -253,8 +252,8 @@ class CRFTagger(Tagger):
                  max_iterations: int = 100,  # L-BFGS iterations at most
                  c1: float = 0.0,  # L1 penalty, >= 0
                 ):
-        if features not in FEATURE_SETS: raise ValueError(f'features must be one of {FEATURE_SETS}, got {features!r}')
-        if not (c1 >= 0 and c2 >= 0): raise ValueError(f'c1 and c2 must be >= 0, got c1={c1}, c2={c2}')
+        check_choice('features', features, FEATURE_SETS)
+        c1, c2 = check_float('c1', c1, 0), check_float('c2', c2, 0)
         check_int('max_iterations', max_iterations, 1)
         self.features, self.c2, self.max_iterations, self.c1 = features, c2, max_iterations, c1
 
