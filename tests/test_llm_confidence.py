@@ -154,7 +154,7 @@ def test_p_true_yes_unlisted_is_zero_and_unreadable_counted(tmp_path):
 
 def test_p_true_bad_input():
     top = [('True', -0.1)]
-    with pytest.raises(ValueError, match=r'records\[0\]: P\(True\) needs correct'):
+    with pytest.raises(ValueError, match=r'records\[0\]: choices\[0\]: P\(True\) needs correct'):
         p_true_events([{k: v for k, v in judged(top, 1).items() if k != 'correct'}])
     with pytest.raises(ValueError, match=r"yes and no share token\(s\) \['yes'\]"):
         p_true_events([judged(top, 1)], no='YES')

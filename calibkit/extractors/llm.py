@@ -103,6 +103,25 @@ def _gold_fields(d: Mapping, where: str, n_choices: int):
         raise ValueError(f'{where}: gold_tokens must be a list of strings, got {gold_tokens!r}')
     return gold, correct, gold_tokens
 
+def _choices(source):
+    "(place, line, index, choice, gold, the choice's correct or None, gold_tokens) for each choice of each response."
+    for where, line, d in _records(source):
+        choices = d.get('choices')
+        if not isinstance(choices, list) or not choices:
+            raise ValueError(f'{where}: expected a response with a non-empty list choices, got keys {list(d)}')
+        gold, correct, gold_tokens = _gold_fields(d, where, len(choices))
+        for i, c in enumerate(choices):
+            yield f'{where}: choices[{i}]', line, i, c, gold, None if correct is None else correct[i], gold_tokens
+
+def _source_name(source) -> str: return 'records' if isinstance(source, (list, tuple)) else str(source)
+
+def _unread(name: str, missing: list, n: int, what: str, read: bool, fix: str = ''):
+    "Warn that `missing` ((line, index) pairs) of `n` choices have `what` and give no events; raise if none was `read`."
+    if not missing: return
+    msg = f'{len(missing)} of {n} choices have {what} (e.g. {_place(name, missing[0][0])}: choices[{missing[0][1]}])'
+    if not read: raise ValueError(f'{msg}: nothing to read{fix}')
+    warnings.warn(f'{msg}: they give no events', stacklevel=3)
+
 def read_openai_logprobs(
     source,  # a JSONL file (one response per line), or a list of its records (dicts)
     *,
@@ -112,25 +131,15 @@ def read_openai_logprobs(
     response per line, and per response (`line`, `choice`) its `text`, `n_tokens`, `gold`, `correct`, `gold_tokens`."""
     tol = check_float('tol', tol, 0)
     tokens, logprobs, rows, missing, n = [], [], [], [], 0
-    for where, line, d in _records(source):
-        choices = d.get('choices')
-        if not isinstance(choices, list) or not choices:
-            raise ValueError(f'{where}: expected a response with a non-empty list choices, got keys {list(d)}')
-        gold, correct, gold_tokens = _gold_fields(d, where, len(choices))
-        for i, c in enumerate(choices):
-            n += 1
-            got = _choice(c, f'{where}: choices[{i}]')
-            if got is None or not got[0]:
-                missing.append((line, i)); continue
-            tokens.extend(got[0]); logprobs.extend(got[1])
-            rows.append((line, i, ''.join(got[0]), len(got[0]), gold, None if correct is None else correct[i],
-                         gold_tokens))
-    name = 'records' if isinstance(source, (list, tuple)) else str(source)
-    if missing:
-        msg = (f'{len(missing)} of {n} choices have no logprobs or no tokens '
-               f'(e.g. {_place(name, missing[0][0])}: choices[{missing[0][1]}])')
-        if not rows: raise ValueError(f'{msg}: nothing to read; request logprobs=true')
-        warnings.warn(f'{msg}: they give no events', stacklevel=2)
+    for where, line, i, c, gold, correct, gold_tokens in _choices(source):
+        n += 1
+        got = _choice(c, where)
+        if got is None or not got[0]:
+            missing.append((line, i)); continue
+        tokens.extend(got[0]); logprobs.extend(got[1])
+        rows.append((line, i, ''.join(got[0]), len(got[0]), gold, correct, gold_tokens))
+    name = _source_name(source)
+    _unread(name, missing, n, 'no logprobs or no tokens', bool(rows), '; request logprobs=true')
     if not rows: raise ValueError(f'{name} holds no responses')
     resp = pd.DataFrame(rows, columns=['line', 'choice', 'text', 'n_tokens', 'gold', 'correct', 'gold_tokens'],
                         dtype=object)
@@ -310,30 +319,19 @@ def _content(c, where: str) -> str | None:
     if t is not None and not isinstance(t, str): raise ValueError(f'{where} must be a string, got {type(t).__name__}')
     return t
 
-def _source_name(source) -> str: return 'records' if isinstance(source, (list, tuple)) else str(source)
-
 def read_openai_texts(
     source,  # a JSONL file (one response per line), or a list of its records (dicts)
 ) -> pd.DataFrame:  # per choice with a text: `line`, `choice`, `text`, `gold`, `correct`
     """The generated text of every choice of OpenAI-compatible responses (chat `message.content`, legacy `text`) with
     the record's `gold` and `correct`; choices without text are counted and reported in a warning naming the first."""
     rows, missing, n = [], [], 0
-    for where, line, d in _records(source):
-        choices = d.get('choices')
-        if not isinstance(choices, list) or not choices:
-            raise ValueError(f'{where}: expected a response with a non-empty list choices, got keys {list(d)}')
-        gold, correct, _ = _gold_fields(d, where, len(choices))
-        for i, c in enumerate(choices):
-            n += 1
-            t = _content(c, f'{where}: choices[{i}]')
-            if not t: missing.append((line, i)); continue
-            rows.append((line, i, t, gold, None if correct is None else correct[i]))
+    for where, line, i, c, gold, correct, _ in _choices(source):
+        n += 1
+        t = _content(c, where)
+        if not t: missing.append((line, i)); continue
+        rows.append((line, i, t, gold, correct))
     name = _source_name(source)
-    if missing:
-        msg = (f'{len(missing)} of {n} choices have no text (message.content or text) '
-               f'(e.g. {_place(name, missing[0][0])}: choices[{missing[0][1]}])')
-        if not rows: raise ValueError(f'{msg}: nothing to read')
-        warnings.warn(f'{msg}: they give no events', stacklevel=2)
+    _unread(name, missing, n, 'no text (message.content or text)', bool(rows))
     if not rows: raise ValueError(f'{name} holds no responses')
     resp = pd.DataFrame(rows, columns=['line', 'choice', 'text', 'gold', 'correct'], dtype=object)
     resp = resp.astype({'line': np.int64, 'choice': np.int64, 'correct': 'Int8'})
@@ -503,24 +501,16 @@ def p_true_events(
     if yes & no: raise ValueError(f'yes and no share token(s) {sorted(yes & no)}')
     normalize, tol = check_bool('normalize', normalize), check_float('tol', tol, 0)
     toks, lps, idx, rows, missing, n = [], [], [], [], [], 0
-    for where, line, d in _records(source):
-        choices = d.get('choices')
-        if not isinstance(choices, list) or not choices:
-            raise ValueError(f'{where}: expected a response with a non-empty list choices, got keys {list(d)}')
-        _, correct, _ = _gold_fields(d, where, len(choices))
+    for where, line, i, c, _, correct, _ in _choices(source):
         if correct is None: raise ValueError(f'{where}: P(True) needs correct (whether the judged answer is right)')
-        for i, c in enumerate(choices):
-            n += 1
-            got = _first_top(c, f'{where}: choices[{i}]')
-            if got is None: missing.append((line, i)); continue
-            toks.extend(got[0]); lps.extend(got[1]); idx.extend([len(rows)] * len(got[0]))
-            rows.append((line, i, correct[i]))
+        n += 1
+        got = _first_top(c, where)
+        if got is None: missing.append((line, i)); continue
+        toks.extend(got[0]); lps.extend(got[1]); idx.extend([len(rows)] * len(got[0]))
+        rows.append((line, i, correct))
     name = _source_name(source)
-    if missing:
-        msg = (f'{len(missing)} of {n} choices have no logprobs or an empty top_logprobs at the first token '
-               f'(e.g. {_place(name, missing[0][0])}: choices[{missing[0][1]}])')
-        if not rows: raise ValueError(f'{msg}: nothing to read; request logprobs=true and top_logprobs >= 2')
-        warnings.warn(f'{msg}: they give no events', stacklevel=2)
+    _unread(name, missing, n, 'no logprobs or an empty top_logprobs at the first token', bool(rows),
+            '; request logprobs=true and top_logprobs >= 2')
     resp = pd.DataFrame(rows, columns=['line', 'choice', 'correct'])
     resp.attrs.update(source=name)
     lp, idx = np.asarray(lps, np.float64), np.asarray(idx, np.intp)
