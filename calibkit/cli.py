@@ -313,6 +313,8 @@ def _check_files(args) -> None:
         raise CLIError(EX_USAGE, '--extractor reads one raw output file: not with a folder, a glob or --dask')
     if dask_ is not None and args.threshold is not None:
         raise CLIError(EX_USAGE, '--threshold applies to events read in memory, not with --dask')
+    if dask_ is not None and args.binning == 'adaptive':
+        raise CLIError(EX_USAGE, '--binning adaptive searches the sorted events in memory: not with --dask')
     from calibkit.inputs import check_schemas
     with failing_as(EX_DATAERR):
         for spec in (args.input, args.fit):

@@ -652,7 +652,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                                                fit_name=fit_name, n_fit=n_fit),
                                n_bins=int(np.count_nonzero(st.n)),
                                bins_note='; '.join(x for x in (note, bnote) if x) or None,
-                               equal_mass_bound=bound, verdict=stage_verdict(bt, rows, level), bands='binomial',
+                               equal_mass_bound=bound, verdict=stage_verdict(bt, rows, level), bands='out_of_core',
                                significance=stage_significance(se, None, level=level), sample=len(se.cs),
                                selective=selective_summary(rk).to_dict())
             if g is None: continue
@@ -744,7 +744,9 @@ def bands_note(r: Report,  # a calibration report
     "What the grey boxes of the report's reliability diagrams are, and how each stage's were computed."
     how = dict(resampled=f'resampled from the confidences, {r.meta["n_samples"]:,} samples',
                binomial=f'binomial quantiles at each bin\'s mean confidence: resampling every event '
-                        f'{r.meta["n_samples"]:,} times exceeds the report\'s budget of {CI_BUDGET:,} draws')
+                        f'{r.meta["n_samples"]:,} times exceeds the report\'s budget of {CI_BUDGET:,} draws',
+               out_of_core='binomial quantiles at each bin\'s mean confidence: the events are out of core, and '
+                           'resampling needs them in memory')
     said = '; '.join(f'{s}: {how[i["bands"]]}' for s, i in r.stages.items())
     return (f'Grey boxes: consistency bands ({r.meta["level"]:.0%}), the accuracy a calibrated model with the same '
             f'confidences would show in each bin ({said}). A point outside its box is one a calibrated model would '

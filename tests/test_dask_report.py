@@ -12,7 +12,7 @@ import dask.dataframe as dd
 from calibkit import cli
 from calibkit.inputs import InputError, NoInputError, event_files, read_event_files
 from calibkit.outdir import MARKER
-from calibkit.report import REPORT_FILES, calibration_report, dask_report
+from calibkit.report import REPORT_FILES, bands_note, calibration_report, dask_report
 
 N, SHARDS = 100_000, 5
 
@@ -144,6 +144,8 @@ def test_api_dask_frame_is_the_same_entry(data):
     assert e(dk)['calib_mse'] != e(mem)['calib_mse']          # the bins differ: the bound is doing the work
     assert dk.stages['before']['sample'] == 50_000
     assert any('uniform random sample of 50,000 of the 100,000 events' in w for w in dk.warnings)
+    assert dk.stages['before']['bands'] == 'out_of_core' and 'the events are out of core' in bands_note(dk)
+    assert 'budget' not in bands_note(dk)            # the in-memory reason (too many draws) is not the reason here
     with pytest.raises(ValueError, match='needs the events in memory'):
         calibration_report(dd.from_pandas(ev, npartitions=2), binning='adaptive')
 
@@ -168,6 +170,7 @@ def test_errors_are_one_line_with_their_exit_status(data, tmp_path):
     (mixed/'b.parquet').unlink(); (mixed/'c.csv').write_text('conf,correct\n0.5,1\n')
     assert 'mixes file types' in one_line(calibkit('report', mixed, '--json'), 65)
     assert '--threshold applies' in one_line(calibkit('report', d/'test', '--dask', '--threshold', .5, '--json'), 2)
+    assert '--binning adaptive searches' in one_line(calibkit('report', d/'test', '--dask', '--binning', 'adaptive'), 2)
     assert 'reads files, not standard input' in one_line(calibkit('report', '-', '--format', 'csv', '--dask', '--json', stdin=''), 2)
 
 
