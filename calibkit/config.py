@@ -13,7 +13,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['BINNINGS', 'Settings', 'package_dir', 'calibkit_version', 'settings_path', 'read_settings', 'settings', 'default',
-           'progress', 'fixed_threads', 'require', 'public_dir']
+           'decode_utf8', 'progress', 'fixed_threads', 'require', 'public_dir']
 
 # %% ../nbs/00_config.ipynb #2467c999
 @dataclass(frozen=True)
@@ -94,6 +94,20 @@ def default(
 
 # %% ../nbs/00_config.ipynb #b1a7c0e3
 BINNINGS = ('equal_mass', 'fixed_width', 'adaptive')   # binning schemes (see `calibkit.binning.bin_stats`)
+
+# %% ../nbs/00_config.ipynb #5b1e0c02
+def decode_utf8(
+    data: bytes,  # the bytes of a text file
+    name: str,  # the file as the message names it
+    error: type[Exception] = ValueError,  # the exception raised for a byte that is not UTF-8
+) -> str:  # the text, without a leading byte-order mark
+    "The text of UTF-8 `data`, a leading byte-order mark dropped; a byte that is not UTF-8 raises `error`."
+    try: return data.decode('utf-8-sig')
+    except UnicodeDecodeError as e:
+        line = data.count(b'\n', 0, e.start) + 1
+        col = e.start - data.rfind(b'\n', 0, e.start)
+        raise error(f'{name}: line {line}, column {col}: byte {data[e.start]:#04x} is not UTF-8 '
+                    f'(save the file as UTF-8)') from None
 
 # %% ../nbs/00_config.ipynb #2efc6c4b
 def progress(iterable=None,          # what to iterate over (tqdm's first argument)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv, io, json, re, stat, warnings, zipfile
 from pathlib import Path
 import numpy as np, pandas as pd
-from .config import require
+from .config import decode_utf8, require
 from .events import events_from_scores
 
 # %% auto #0
@@ -51,13 +51,7 @@ def read_text(
     path,  # a UTF-8 text file
 ) -> str:  # its text, without a leading byte-order mark
     "The text of a UTF-8 file (a leading byte-order mark dropped); other bytes raise an `InputError` naming `file:line`."
-    data = Path(path).read_bytes()
-    try: return data.decode('utf-8-sig')
-    except UnicodeDecodeError as e:
-        line = data.count(b'\n', 0, e.start) + 1
-        col = e.start - data.rfind(b'\n', 0, e.start)
-        raise InputError(f'{show_path(path)}: line {line}, column {col}: byte {data[e.start]:#04x} is not UTF-8 '
-                         f'(save the file as UTF-8)') from None
+    return decode_utf8(Path(path).read_bytes(), show_path(path), InputError)
 
 # %% ../nbs/61_inputs.ipynb #e40ccce6
 def _text_rows(path: Path, kind: str):

@@ -279,10 +279,12 @@ UD_ROW = '1\tcaf\xe9\tx\tX\tXX\t_\t0\troot\t_\t_\n'
 COREF = '#begin document (d); part 0\nd 0 0 caf\xe9 (1)\n#end document\n'
 
 LATIN1 = {   # reader, file name, text written as Latin-1, expected message after the path
-    'conll': (read_conll, 'x.conll', 'a\tD\ncaf\xe9\tN\n', ':2: byte 0xe9 at column 4 is not UTF-8 (save the file as UTF-8)'),
-    'conllu': (read_conllu, 'x.conllu', '# sent_id = s\n' + UD_ROW, ':2: byte 0xe9 at column 6 is not UTF-8'),
-    'conll2012': (read_conll2012_coref, 'x.conll', COREF, ':2: byte 0xe9 at column 10 is not UTF-8'),
-    'logits': (read_calibration_metric_logits, 'x.logits', '{"labels": "caf\xe9"}\n', ':1: byte 0xe9 at column 16 is not UTF-8'),
+    'conll': (read_conll, 'x.conll', 'a\tD\ncaf\xe9\tN\n',
+              ': line 2, column 4: byte 0xe9 is not UTF-8 (save the file as UTF-8)'),
+    'conllu': (read_conllu, 'x.conllu', '# sent_id = s\n' + UD_ROW, ': line 2, column 6: byte 0xe9 is not UTF-8'),
+    'conll2012': (read_conll2012_coref, 'x.conll', COREF, ': line 2, column 10: byte 0xe9 is not UTF-8'),
+    'logits': (read_calibration_metric_logits, 'x.logits', '{"labels": "caf\xe9"}\n',
+               ': line 1, column 16: byte 0xe9 is not UTF-8'),
 }
 
 @pytest.mark.parametrize('case', LATIN1)

@@ -67,4 +67,4 @@ def test_bom_and_latin1(tmp_path):
     p = tmp_path/'latin.conllu'
     p.write_bytes(b'# sent_id = s\n' + ROW.format(i=1, w='caf\xe9', h=0).encode('latin-1') + b'\n')
     with pytest.raises(ValueError) as info: read_conllu(p)
-    assert str(info.value) == f'{p}:2: byte 0xe9 at column 6 is not UTF-8 (save the file as UTF-8)'
+    assert str(info.value) == f'{p}: line 2, column 6: byte 0xe9 is not UTF-8 (save the file as UTF-8)'

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Iterator, NamedTuple
+from ..config import decode_utf8
 
 # %% auto #0
 __all__ = ['text_lines', 'Tagged', 'read_conll']
@@ -18,14 +19,7 @@ def text_lines(
     path,  # the text file (UTF-8, with or without a byte-order mark)
 ) -> Iterator[tuple[int, str]]:
     "(line number from 1, line without its end) for every line of the UTF-8 file `path`; a BOM is dropped."
-    data = Path(path).read_bytes()
-    try: text = data.decode('utf-8-sig')
-    except UnicodeDecodeError as e:
-        line = data.count(b'\n', 0, e.start) + 1
-        col = e.start - data.rfind(b'\n', 0, e.start)
-        raise ValueError(f'{path}:{line}: byte {data[e.start]:#04x} at column {col} is not UTF-8 '
-                         f'(save the file as UTF-8)') from None
-    return enumerate(_EOL.split(text), 1)
+    return enumerate(_EOL.split(decode_utf8(Path(path).read_bytes(), str(path))), 1)
 
 # %% ../../nbs/50_data_conll.ipynb #57537ac2
 class Tagged(NamedTuple):

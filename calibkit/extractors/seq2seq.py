@@ -9,7 +9,7 @@ from typing import Callable, Mapping
 import numpy as np, pandas as pd
 from ..events import as_pairs, check_conf, check_correct, count_true
 from .base import Extractor
-from ..config import require
+from ..config import decode_utf8, require
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'token_events', 'marker_word_starts', 'word_events', 'exact_match', 'sequence_events', 'hard_split',
@@ -383,12 +383,9 @@ def _read_bytes(path) -> bytes:
 
 def _top_logit_records(path):
     "(line number, record) for every non-blank line of a JSONL file; a BOM is dropped; bad lines raise naming file:line."
-    for lineno, raw in enumerate(_read_bytes(path).removeprefix(b'\xef\xbb\xbf').split(b'\n'), 1):
-        if not raw.strip(): continue
-        try: d = json.loads(raw)
-        except UnicodeDecodeError as e:
-            raise ValueError(f'{path}:{lineno}: byte {raw[e.start]:#04x} at column {e.start + 1} is not UTF-8 '
-                             f'(save the file as UTF-8)') from None
+    for lineno, line in enumerate(decode_utf8(_read_bytes(path), str(path)).split('\n'), 1):
+        if not line.strip(' \t\n\r\v\f'): continue     # blank (ASCII white space): skipped
+        try: d = json.loads(line)
         except json.JSONDecodeError as e:
             raise ValueError(f'{path}:{lineno}: invalid JSON at column {e.colno} ({e.msg}); is the file truncated?') from None
         if not isinstance(d, dict): raise ValueError(f'{path}:{lineno}: expected a JSON object, got {type(d).__name__}')
