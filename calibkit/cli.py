@@ -10,11 +10,11 @@ from .config import BINNINGS, calibkit_version, default, progress, settings
 from .outdir import OutputError, claim
 
 # %% auto #0
-__all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_SOFTWARE', 'EX_CANTCREAT', 'EXIT_CODES', 'MAX_SAMPLES',
-           'FORMATS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'CLIError', 'first_line', 'failing_as', 'output_error', 'int_flag',
-           'float_flag', 'param_flag', 'raw_output', 'load_input', 'read_stdin', 'is_many', 'input_name',
-           'dask_cluster', 'load_scores', 'cmd_report', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser',
-           'parser', 'main', 'BINNINGS']
+__all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_SOFTWARE', 'EX_CANTCREAT', 'EXIT_CODES', 'PARAM_FLAGS',
+           'MAX_SAMPLES', 'FORMATS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'CLIError', 'first_line', 'failing_as',
+           'output_error', 'flag_words', 'int_flag', 'float_flag', 'param_flag', 'raw_output', 'load_input',
+           'read_stdin', 'is_many', 'input_name', 'dask_cluster', 'load_scores', 'cmd_report', 'plugin_table',
+           'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser', 'parser', 'main', 'BINNINGS']
 
 # %% ../nbs/62_cli.ipynb #52c6fcf9
 EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_SOFTWARE, EX_CANTCREAT = 2, 65, 66, 69, 70, 73
@@ -52,6 +52,15 @@ def output_error(e: OutputError,  # the library's refusal of an output folder
     "The CLI's one line (exit 73) for a refused output folder: the library's reason, and the flags that change it."
     hint = '; choose another --out or pass --force to replace it' if e.reason == 'exists' else ''
     return CLIError(EX_CANTCREAT, first_line(e) + hint)
+
+# %% ../nbs/62_cli.ipynb #c1f1a902
+PARAM_FLAGS = {'n_samples': '--n-samples', 'counts': '--counts'}   # library parameters the CLI sets by a flag
+
+def flag_words(text: str,  # a library message
+               ) -> str:    # the message as the command line says it
+    "A library message for the command line: each `(name=...)` naming a parameter of `PARAM_FLAGS` names its flag."
+    import re
+    return re.sub(r'\((\w+)=\.\.\.\)', lambda m: f'({PARAM_FLAGS[m[1]]})' if m[1] in PARAM_FLAGS else m[0], text)
 
 # %% ../nbs/62_cli.ipynb #51a102f4
 def _number(text: str, kind):
@@ -451,7 +460,8 @@ class DemoHelp(argparse.RawDescriptionHelpFormatter):
     "`calibkit demo --help`: the usual help, then the studies (`calibkit.demos` is imported only when help is shown)."
     def format_help(self) -> str:
         from calibkit.demos import demo_catalogue
-        return super().format_help() + '\n' + demo_catalogue() + '\n'
+        return (super().format_help() + '\nstudies (--only NAME,...; default: every study this install supports):\n'
+                + demo_catalogue() + '\n')
 
 # %% ../nbs/62_cli.ipynb #cda04ce9
 class Parser(argparse.ArgumentParser):
@@ -538,7 +548,7 @@ def parser() -> argparse.ArgumentParser:
 
 # %% ../nbs/62_cli.ipynb #17db8956
 def _show_warning(message, category, filename, lineno, file=None, line=None, _seen=set()):
-    text = first_line(message)
+    text = flag_words(first_line(message))
     if text not in _seen:
         _seen.add(text)
         print(f'calibkit: warning: {text}', file=sys.stderr)
@@ -567,7 +577,8 @@ def main(argv=None,  # the arguments (default: sys.argv[1:])
             else EX_CANTCREAT if isinstance(e, OSError) else EX_DATAERR if isinstance(e, (ValueError, TypeError)) \
             else EX_SOFTWARE
         said = isinstance(e, (CLIError, PluginError, ImportError, OSError, ValueError, TypeError))   # meant for users
-        text = first_line(e) if said else f'{type(e).__name__}: {first_line(e)} (a calibkit bug: rerun with --debug)'
+        text = (flag_words(first_line(e)) if said
+                else f'{type(e).__name__}: {first_line(e)} (a calibkit bug: rerun with --debug)')
         print(f'calibkit: error: {text}', file=sys.stderr)
         return code
 

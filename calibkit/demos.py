@@ -117,7 +117,7 @@ def demo_catalogue(width: int = 100  # the widest line, in characters (descripti
     "Every study of `DEMOS`: its name, the extra it needs (if any) and its one-line description, as plain text."
     import textwrap
     w = max(map(len, DEMOS)) + 2
-    lines = ['studies (--only NAME,...; default: every study this install supports):']
+    lines = []
     for name, fn in DEMOS.items():
         extra = DEMO_EXTRAS.get(name, (None,))[0]
         text = fn.__doc__ + (f' [needs calibkit[{extra}]]' if extra else '')

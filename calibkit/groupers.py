@@ -223,7 +223,7 @@ class PerClass(Grouper):
     def _unseen(self, tags):
         if self.rest_: return np.full(len(tags), np.nan)        # the last group: the rarer tags' (counted in a warning)
         raise ValueError(f'per_class: {len(tags)} label(s) unseen in training have no group, e.g. {list(tags[:5])}: every '
-                         'training tag has its own group; give training counts that include them (--counts), or a '
+                         'training tag has its own group; give training counts that include them (counts=...), or a '
                          'min_count above some tag\'s count so that rare and unseen tags share a last group')
 
 

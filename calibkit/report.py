@@ -178,7 +178,7 @@ def group_metrics(st: BinStats,  # every group's bins (`group_bins`)
     lo, hi = np.full(len(nb), np.nan), np.full(len(nb), np.nan)
     if n_samples * len(bg) > CI_BUDGET:
         warnings.warn(f'per-group intervals left out: {len(nb):,} groups hold {len(bg):,} bins, and {n_samples:,} resamples '
-                      f'of each exceed {CI_BUDGET:,} values; pass fewer resamples (--n-samples) for them', stacklevel=2)
+                      f'of each exceed {CI_BUDGET:,} values; pass fewer resamples (n_samples=...) for them', stacklevel=2)
     else:
         se, z = np.sqrt(acc * (1 - acc) / st.n), z_value(level)
         for b in np.unique(nb):                          # a loop over the distinct numbers of bins, not groups
