@@ -73,18 +73,20 @@ class Recalibrator(TransformerMixin, BaseEstimator):
         self.n_fit_, self.n_features_in_ = len(c), 1
         return self
 
+    _scores = staticmethod(as_scores)                 # what transform and predict read X as (confidences in [0, 1])
+
     def _check_fitted(self):
         if not hasattr(self, 'n_fit_'): raise NotFittedError(f'this {self.name} recalibrator is not fitted yet: call fit first')
 
     def transform(self, X):
         "Recalibrated confidences in X's container: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series (same index), an events frame → a copy with `conf` replaced."
         self._check_fitted()
-        return like(X, self._transform(as_scores(X)))
+        return like(X, self._transform(self._scores(X)))
 
     def predict(self, X) -> np.ndarray:
         "The recalibrated confidences as a 1-d array, whatever X's form (scikit-learn's prediction API: `cross_val_predict`, scorers)."
         self._check_fitted()
-        return self._transform(as_scores(X))
+        return self._transform(self._scores(X))
 
     def __sklearn_tags__(self):
         t = super().__sklearn_tags__()
@@ -459,6 +461,8 @@ class UncertaintyNormaliser(Recalibrator):
     description = ('Uncertainty score (entropy, NLL, ...; higher = less sure, any real) to confidence: a '
                    'non-increasing isotonic or logistic fit of correctness on the score')
 
+    _scores = staticmethod(as_uncertainty)            # X is read as unbounded uncertainty scores
+
     def __init__(self,
                  method: str = 'isotonic',  # 'isotonic' (non-increasing, linear between fit points) or 'platt' (a ≤ 0)
                  ):
@@ -503,16 +507,6 @@ class UncertaintyNormaliser(Recalibrator):
         if self.method_ == 'isotonic': return np.interp(s, self.x_, self.y_)
         from scipy.special import expit
         return expit(self.a_ * s + self.b_)
-
-    def transform(self, X):
-        "Confidences in X's container: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series, a frame → a copy with conf."
-        self._check_fitted()
-        return like(X, self._transform(as_uncertainty(X)))
-
-    def predict(self, X) -> np.ndarray:
-        "The confidences as a 1-d array, whatever X's form."
-        self._check_fitted()
-        return self._transform(as_uncertainty(X))
 
 # %% ../nbs/30_recalibrators.ipynb #312c5755
 NORMALISER_EXPECTED_FAILED_CHECKS = {
