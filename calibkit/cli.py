@@ -331,8 +331,7 @@ def _check_files(args) -> None:
 
 def _read_files(args, xt):
     "The events and fit events when an input names several files, or with --dask: in memory, or lazily (dask)."
-    from calibkit.inputs import read_event_files, read_counts
-    _check_files(args)
+    from calibkit.inputs import read_event_files, read_counts   # the files were checked (cmd_report: _check_files)
     with failing_as(EX_DATAERR):
         if getattr(args, 'dask', None) is not None:
             import calibkit.dask as cd
