@@ -72,6 +72,7 @@ def in_test() -> bool:
     auto-loaded."""
     return os.environ.get('IN_TEST', '') not in ('', '0')
 
+# %% ../nbs/10_plugins.ipynb #56c6f8bf
 def _canon(name: str) -> str: return re.sub(r'[-_.]+', '-', name).lower()
 
 def disabled_plugins() -> set[str]:
@@ -165,6 +166,7 @@ def register_plugin(
     _state.distribution[name] = distribution
     return name
 
+# %% ../nbs/10_plugins.ipynb #4d5cc514
 def unregister_plugin(
     plugin,  # the plugin's registered name, or the registered object
 ) -> None:

@@ -28,6 +28,11 @@ def _defined(table: str) -> str:
     "An HTML table whose second column (a definition) is set left-aligned."
     return re.sub(r'(<tr>\s*<td>[^<]*</td>\s*)<td>', r'\1<td class="def">', table)
 
+def _check_report(r) -> None:
+    "TypeError unless `r` is a calibration report: a `Report` by its fields (a notebook may define the class anew)."
+    if not all(hasattr(r, k) for k in ('summary', 'metrics', 'bins', 'groups', 'stages', 'meta', 'to_json')):
+        raise TypeError(f'r must be a calibration report (calibkit.report.Report), got {type(r).__name__}')
+
 # %% ../nbs/67_render.ipynb #b728fd37
 def metrics_wide(m: pd.DataFrame,  # a report's metrics table
                  ) -> pd.DataFrame:
@@ -77,8 +82,8 @@ def conformal_html(c: dict,  # a `conformal_summary`
     rows = [row(str(g['group']), g) for g in c['groups'] or []] + [row('overall', c)]
     t = pd.DataFrame(rows).astype({'quantile': float})
     return (f'<h2>Conformal prediction sets</h2><p class="note">Split conformal sets at α = {c["alpha"]:g} '
-            f'(target coverage {1 - c["alpha"]:.4g}) with the {score} score, calibrated on {c["n_calibration"]:,} held-out '
-            'rows, '
+            f'(target coverage {1 - c["alpha"]:.4g}) with the {score} score, calibrated on {c["n_calibration"]:,} '
+            'held-out rows, '
             f'{e(how)}. Coverage: the share of evaluated rows whose set holds the gold label; {c["empty"]:.2%} of the '
             'sets are empty. A quantile of infinity (blank) means too few calibration rows: every label is in the '
             'set.</p>'
@@ -92,7 +97,7 @@ def report_html(r: Report,  # a calibration report
     """The self-contained HTML page of a report: summary (the verdict), data, metrics defined, warnings, reliability,
     groups, bins, provenance."""
     from calibkit.charts import font_css, to_svg    # deliberately lazy: Altair is loaded only when a page is rendered
-    if not isinstance(r, Report): raise TypeError(f'r must be a calibkit.report.Report, got {type(r).__name__}')
+    _check_report(r)
     e = html.escape
     show = lambda v: f'{v:,}' if isinstance(v, (int, np.integer)) else (f'{v:.4g}' if isinstance(v, float) else str(v))
     data = pd.DataFrame([{'quantity': k, 'value': show(v)} for k, v in r.summary.items() if k != 'change'])
@@ -157,7 +162,7 @@ def write_report_files(r: Report,  # a calibration report
                        ) -> None:
     "Write report.html, metrics.json, bins.csv (+ groups.csv) and every chart (.svg, .vl.json) into `folder`."
     from calibkit.charts import save_chart     # deliberately lazy: Altair is loaded only when a report is written
-    if not isinstance(r, Report): raise TypeError(f'r must be a calibkit.report.Report, got {type(r).__name__}')
+    _check_report(r)
     folder = Path(folder)
     (folder/'report.html').write_text(report_html(r), encoding='utf-8')
     (folder/'metrics.json').write_text(r.to_json(), encoding='utf-8')
@@ -172,7 +177,7 @@ def save_report(r: Report,  # a calibration report
                 inputs=(),  # the input files of the run: the folder may not hold one
                 ) -> list[Path]:  # the files written, sorted (the manifest aside)
     "Write the report folder `out` through `calibkit.outdir.claim` (with `force`, replace an untouched report)."
-    if not isinstance(r, Report): raise TypeError(f'r must be a calibkit.report.Report, got {type(r).__name__}')
+    _check_report(r)
     with claim(out, REPORT_FILES, force=force, inputs=inputs) as folder:
         out = folder.commit(lambda path: write_report_files(r, path))
     return sorted(p for p in out.iterdir() if p.name != MARKER)

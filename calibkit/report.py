@@ -33,11 +33,13 @@ def stage_stats(c,  # a stage's confidences
                 warn=None,  # called with a message when n_bins is capped
                 presorted=None,  # the stage's events sorted once (`sorted_events`), reused by equal-mass bins
                 ) -> BinStats:
-    "ONE `BinStats` (with moments) for a stage: `n_bins` capped at the number of events (`warn` is told), or `bin_size`; adaptive bins choose their own number."
+    """ONE `BinStats` (with moments) for a stage: `n_bins` capped at the number of events (`warn` is told), or
+    `bin_size`; adaptive bins choose their own number."""
     if binning == 'equal_mass' and bin_size is not None: bin_size = min(check_int('bin_size', bin_size, 1), len(c))
     elif binning == 'equal_mass':
         n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
-        if n_bins > len(c) and warn is not None: warn(f'n_bins {n_bins} exceeds the {len(c)} events: used {len(c)} bins (one event each)')
+        if n_bins > len(c) and warn is not None:
+            warn(f'n_bins {n_bins} exceeds the {len(c)} events: used {len(c)} bins (one event each)')
         n_bins = min(n_bins, len(c))
     if presorted is not None and binning == 'equal_mass': c, y = presorted, None
     return bin_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, moments=True)
@@ -48,15 +50,18 @@ def bins_note(st: BinStats,  # the stage's bins
               bin_size=None,  # or the events per bin asked for
               binning='equal_mass',  # the binning asked for
               ) -> str | None:
-    "Why `st` has fewer (non-empty) bins than asked for, in one sentence; for adaptive bins, how many they chose; else None."
+    """Why `st` has fewer (non-empty) bins than asked for, in one sentence; for adaptive bins, how many they chose;
+    else None."""
     n, used = st.total, int(np.count_nonzero(st.n))
     if binning == 'adaptive': return f'adaptive binning (Ding et al. 2020) chose {used} bins for {n:,} events'
     if binning == 'fixed_width':
         asked = len(st.n)
-        return None if used == asked else f'{asked - used} of the {asked} fixed-width bins hold no events: {used} bins used'
+        if used == asked: return None
+        return f'{asked - used} of the {asked} fixed-width bins hold no events: {used} bins used'
     asked = max(1, n // bin_size) if bin_size is not None else default('n_bins', n_bins)
     if used >= asked: return None
-    if asked > n and bin_size is None and used == n: return f'{asked:,} bins were asked for but there are only {n:,} events: one event per bin'
+    if asked > n and bin_size is None and used == n:
+        return f'{asked:,} bins were asked for but there are only {n:,} events: one event per bin'
     return (f'{used} bins instead of {min(asked, n):,}: equal confidences are never split between bins, so bins '
             'that would cut a run of ties were merged')
 
@@ -64,14 +69,15 @@ def bins_note(st: BinStats,  # the stage's bins
 METRICS = {   # stable key -> (display name, one-line definition); the keys are metrics.json's, the names the tables'
     'calib_mse': ('CalibMSE', 'Σ over bins of (bin events / all events) · (mean confidence − accuracy)²: the squared '
                   'calibration error (Kranzlein, Liu & Schneider 2021, §3); 0 is perfect.'),
-    'calib_mse_debiased': ('CalibMSE (debiased)', 'CalibMSE minus the noise floor: an estimate of the calibration error '
-                           'itself, without the part sampling noise adds; near 0 means no miscalibration is visible.'),
+    'calib_mse_debiased': ('CalibMSE (debiased)', 'CalibMSE minus the noise floor: an estimate of the calibration '
+                           'error itself, without the part sampling noise adds; near 0 means no miscalibration is '
+                           'visible.'),
     'noise_floor': ('noise floor', 'Σ over bins of (bin events / all events) · acc(1 − acc)/(n − 1): the CalibMSE a '
                     'perfectly calibrated model would still show with these bins, from sampling noise alone.'),
     'ece_l1': ('ECE (l1)', 'Σ over bins of (bin events / all events) · |mean confidence − accuracy|: the average gap '
                'between confidence and accuracy (Guo et al. 2017).'),
-    'ece_l2': ('SMCE (l2)', '√CalibMSE: the root-mean-square gap between confidence and accuracy (on marginal events, the '
-               'shared marginal calibration error).'),
+    'ece_l2': ('SMCE (l2)', '√CalibMSE: the root-mean-square gap between confidence and accuracy (on marginal events, '
+               'the shared marginal calibration error).'),
     'ece_max': ('max bin gap', 'The largest |mean confidence − accuracy| of any bin.'),
     'brier': ('Brier: brier', 'Mean of (confidence − outcome)² over events = calibration + refinement + within_bin.'),
     'brier_calibration': ('Brier: calibration', 'The binned calibration term: equal to CalibMSE.'),
@@ -89,7 +95,8 @@ def metric_rows(st: BinStats,  # the stage's bins, with moments
                 n_samples,  # resamples for the intervals
                 seed,  # their seed
                 ) -> list[dict]:
-    "Every metric of `METRICS` (key, display name, estimate and interval, NaN where none) from ONE `BinStats` with moments."
+    """Every metric of `METRICS` (key, display name, estimate and interval, NaN where none) from ONE `BinStats` with
+    moments."""
     kw = dict(n_samples=n_samples, level=level, seed=seed)
     got = {'calib_mse': calib_mse_interval(st, **kw), 'calib_mse_debiased': calib_mse_interval(st, debias=True, **kw),
            'noise_floor': (float(wsum(st.noise, st.weight)), np.nan, np.nan),
@@ -130,7 +137,8 @@ def recalibrated(ev,  # the evaluated events
 # %% ../nbs/60_report.ipynb #2429ffb1
 def _summary(ev: pd.DataFrame, st) -> dict:
     "Events, accuracy and mean confidence (from the bin sums: no extra pass), labels, and the threshold's drops."
-    out = dict(events=st.total, accuracy=float(st.sum_correct.sum() / st.total), mean_conf=float(st.sum_conf.sum() / st.total))
+    out = dict(events=st.total, accuracy=float(st.sum_correct.sum() / st.total),
+               mean_conf=float(st.sum_conf.sum() / st.total))
     if 'label' in ev.columns: out['labels'] = int(ev['label'].nunique())
     if 'files' in ev.attrs: out['files'] = len(ev.attrs['files'])        # read from several files
     for k in ('n_cells', 'n_dropped', 'threshold'):
@@ -210,21 +218,23 @@ def stage_verdict(bins: pd.DataFrame,  # the stage's bins table (`bin_table`)
                   level: float,  # the interval level
                   ) -> dict:
     """What one stage's numbers say: the direction overall (mean confidence above or below accuracy by more than the
-    accuracy's `level` interval, else 'neither') and the confidence ranges where bins are
-    over- or under-confident (accuracy outside the bin's `level` interval, below or above the bin's mean confidence), the
-    headline CalibMSE with its interval, and whether the miscalibration is distinguishable from noise (the debiased
-    CalibMSE's interval lies above 0)."""
+    accuracy's `level` interval, else 'neither') and the confidence ranges where bins are over- or under-confident
+    (accuracy outside the bin's `level` interval, below or above the bin's mean confidence), the headline CalibMSE
+    with its interval, and whether the miscalibration is distinguishable from noise (the debiased CalibMSE's interval
+    lies above 0)."""
     m, bins = {r['key']: r for r in rows}, bins[bins.n > 0]
     n, conf, acc = bins.n.to_numpy(), bins.conf.to_numpy(), bins.acc.to_numpy()
     mean_conf, accuracy = float((n * conf).sum() / n.sum()), float((n * acc).sum() / n.sum())
     over, under = bins.ci_hi.to_numpy() < conf, bins.ci_lo.to_numpy() > conf
     d = m['calib_mse_debiased']
     margin = z_value(level) * np.sqrt(accuracy * (1 - accuracy) / n.sum())
-    return dict(direction='over-confident' if mean_conf - accuracy > margin else 'under-confident' if accuracy - mean_conf > margin
-                else 'neither',
+    return dict(direction='over-confident' if mean_conf - accuracy > margin
+                else 'under-confident' if accuracy - mean_conf > margin else 'neither',
                 mean_conf=mean_conf, accuracy=accuracy, level=level,
-                over=_ranges(over, bins.lo.to_numpy(), bins.hi.to_numpy()), under=_ranges(under, bins.lo.to_numpy(), bins.hi.to_numpy()),
-                calib_mse=[m['calib_mse'][k] for k in ('estimate', 'lo', 'hi')], noise_floor=m['noise_floor']['estimate'],
+                over=_ranges(over, bins.lo.to_numpy(), bins.hi.to_numpy()),
+                under=_ranges(under, bins.lo.to_numpy(), bins.hi.to_numpy()),
+                calib_mse=[m['calib_mse'][k] for k in ('estimate', 'lo', 'hi')],
+                noise_floor=m['noise_floor']['estimate'],
                 calib_mse_debiased=[d[k] for k in ('estimate', 'lo', 'hi')], distinguishable=bool(d['lo'] > 0))
 
 # %% ../nbs/60_report.ipynb #cbfd7466
@@ -239,20 +249,23 @@ def verdict_text(v: dict,  # a `stage_verdict`
     where = lambda rs: ' and '.join(f'{span(r)} ({r["bins"]} bin{"s" * (r["bins"] > 1)})' for r in rs)
     mc = f'mean confidence {v["mean_conf"]:.3f}, accuracy {v["accuracy"]:.3f}'
     out = [f'{stage}{v["direction"].capitalize()} overall: {mc}.' if v['direction'] != 'neither' else
-           f'{stage}Neither over- nor under-confident on average: {mc} (the difference is within the accuracy\'s {pct} interval).']
+           f'{stage}Neither over- nor under-confident on average: {mc} (the difference is within the accuracy\'s '
+           f'{pct} interval).']
     if v['over'] or v['under']:
-        parts = ([f'over-confident (the {pct} interval of the bin\'s accuracy lies below its mean confidence) for confidences '
-                  f'{where(v["over"])}'] if v['over'] else []) + \
-                ([f'under-confident (' + ('above it' if v['over'] else f'the {pct} interval of the bin\'s accuracy lies above '
-                  'its mean confidence') + f') for confidences {where(v["under"])}'] if v['under'] else [])
+        below = f'the {pct} interval of the bin\'s accuracy lies below its mean confidence'
+        above = 'above it' if v['over'] else f'the {pct} interval of the bin\'s accuracy lies above its mean confidence'
+        parts = ([f'over-confident ({below}) for confidences {where(v["over"])}'] if v['over'] else []) + \
+                ([f'under-confident ({above}) for confidences {where(v["under"])}'] if v['under'] else [])
         out.append(' and '.join(parts).capitalize() + '.')
     else: out.append(f'No bin\'s accuracy lies outside its {pct} interval around the bin\'s mean confidence.')
     e, lo, hi = v['calib_mse']; d, dlo, dhi = v['calib_mse_debiased']
-    out.append(f'CalibMSE {_g(e)} ({pct} CI {_g(lo)}–{_g(hi)}), noise floor {_g(v["noise_floor"])}: the miscalibration is '
-               + (f'distinguishable from noise (the debiased CalibMSE {_g(d)} has a {pct} interval {_g(dlo)} to {_g(dhi)}, above 0).'
+    out.append(f'CalibMSE {_g(e)} ({pct} CI {_g(lo)}–{_g(hi)}), noise floor {_g(v["noise_floor"])}: the '
+               'miscalibration is '
+               + (f'distinguishable from noise (the debiased CalibMSE {_g(d)} has a {pct} interval {_g(dlo)} to '
+                  f'{_g(dhi)}, above 0).'
                   if v['distinguishable'] else
-                  f'not distinguishable from noise at the {pct} level (the debiased CalibMSE {_g(d)} has a {pct} interval '
-                  f'{_g(dlo)} to {_g(dhi)}, which includes 0).'))
+                  f'not distinguishable from noise at the {pct} level (the debiased CalibMSE {_g(d)} has a {pct} '
+                  f'interval {_g(dlo)} to {_g(dhi)}, which includes 0).'))
     return out
 
 # %% ../nbs/60_report.ipynb #24899e1a
@@ -264,20 +277,6 @@ SIGNIFICANCE = {   # stable key -> (display name, one-line definition): the test
                       '1986): standard normal when calibrated; two-sided p-value.'),
 }
 _TEST_FUNCTIONS = dict(ecce_r=ecce_r_test, spiegelhalter=spiegelhalter_test)
-SELECTIVE = {   # stable key -> (display name, one-line definition): metrics.json's stages.<stage>.selective
-    'aurc': ('AURC', 'Area under the risk–coverage curve: the error rate among the most confident events accepted, '
-             'averaged over coverages (Geifman et al. 2019); lower is better.'),
-    'e_aurc': ('E-AURC', "AURC minus the AURC of the oracle ordering (every correct event first): the part of AURC "
-               "due to the confidence's ranking; 0 is the best possible ordering."),
-    'augrc': ('AUGRC', 'Area under the generalised risk–coverage curve: accepted errors over all events, averaged over '
-              'coverages (Traub et al. 2024); lower is better.'),
-    'auroc': ('AUROC', 'P(the confidence of a correct event > that of a wrong one), ties counting ½: how well the '
-              'confidence separates correct from wrong; 0.5 is chance, 1 perfect.'),
-    'prr': ('PRR', 'Prediction–rejection ratio (Malinin & Gales 2021): where AUGRC lies between a random ordering (0) '
-            'and the oracle ordering (1).'),
-    **{f'risk@{c:g}': (f'risk at {c:.0%} coverage', f'The error rate among the {c:.0%} most confident events (equal '
-                       'confidences taken in random order).') for c in COVERAGES},
-}
 
 def stage_significance(c,  # a stage's confidences, or its `SortedEvents`
                        y,  # and outcomes (0/1; None with a `SortedEvents`)
@@ -298,6 +297,7 @@ def stage_significance(c,  # a stage's confidences, or its `SortedEvents`
     return dict(test=key, name=SIGNIFICANCE[key][0], **tests[key], null=CALIBRATED, level=level,
                 significant=None if np.isnan(p) else bool(p < 1 - level), tests=tests)
 
+# %% ../nbs/60_report.ipynb #efaa35dc
 def significance_text(s: dict,  # a `stage_significance` (as metrics.json holds it: None for NaN)
                       ) -> str:
     "The significance line of a stage: the test, its statistic and p-value, and what they mean at the report's level."
@@ -308,6 +308,22 @@ def significance_text(s: dict,  # a `stage_significance` (as metrics.json holds 
     head = f'Significance ({name} = {s["statistic"]:.3g}, {p}): '
     return head + (f'the miscalibration is significant at level {level:g}.' if s['significant'] else
                    f'not distinguishable from calibrated at level {level:g}.')
+
+# %% ../nbs/60_report.ipynb #cb2fb005
+SELECTIVE = {   # stable key -> (display name, one-line definition): metrics.json's stages.<stage>.selective
+    'aurc': ('AURC', 'Area under the risk–coverage curve: the error rate among the most confident events accepted, '
+             'averaged over coverages (Geifman et al. 2019); lower is better.'),
+    'e_aurc': ('E-AURC', "AURC minus the AURC of the oracle ordering (every correct event first): the part of AURC "
+               "due to the confidence's ranking; 0 is the best possible ordering."),
+    'augrc': ('AUGRC', 'Area under the generalised risk–coverage curve: accepted errors over all events, averaged over '
+              'coverages (Traub et al. 2024); lower is better.'),
+    'auroc': ('AUROC', 'P(the confidence of a correct event > that of a wrong one), ties counting ½: how well the '
+              'confidence separates correct from wrong; 0.5 is chance, 1 perfect.'),
+    'prr': ('PRR', 'Prediction–rejection ratio (Malinin & Gales 2021): where AUGRC lies between a random ordering (0) '
+            'and the oracle ordering (1).'),
+    **{f'risk@{c:g}': (f'risk at {c:.0%} coverage', f'The error rate among the {c:.0%} most confident events (equal '
+                       'confidences taken in random order).') for c in COVERAGES},
+}
 
 # %% ../nbs/60_report.ipynb #f776daa4
 @dataclass
@@ -384,8 +400,10 @@ def stage_name(stage: str,  # 'before' or 'after'
                fit_name=None,  # what the fit events are called (default: 'the fit events')
                n_fit=None,  # number of fit events
                ) -> str:
-    "What a stage is, in words: '[before recalibration: ]as given (5,000 events)', 'after isotonic, fitted on dev.csv (5,000 events)'."
-    if stage == 'before': return ('before recalibration: ' if recalibrator is not None else '') + f'as given ({n_events:,} events)'
+    """What a stage is, in words: '[before recalibration: ]as given (5,000 events)', 'after isotonic, fitted on dev.csv
+    (5,000 events)'."""
+    if stage == 'before':
+        return ('before recalibration: ' if recalibrator is not None else '') + f'as given ({n_events:,} events)'
     per = f' (one per {grouper} group, {n_groups} groups)' if grouper is not None else ''
     return f'after {recalibrator}{per}, fitted on {fit_name or "the fit events"} ({n_fit:,} events)'
 
@@ -432,7 +450,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                        counts=None,  # training label counts the grouper is fitted on (default: fit's or events' labels)
                        grouper=None,  # a grouper name (shared, tfg, per_class, ...) or instance
                        n_groups=None,  # groups, for a grouper that takes it
-                       recalibrator=None,  # a recalibrator name (isotonic, histogram, ...) or instance; None/'none': none
+                       # a recalibrator name (isotonic, histogram, ...) or instance; None or 'none': none
+                       recalibrator=None,
                        params=None,  # the named recalibrator's parameters
                        n_bins=None,  # bins (default: the settings' n_bins)
                        bin_size=None,  # or events per equal-mass bin
@@ -464,7 +483,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
         if g is not None:
             if 'label' not in events.columns:
                 raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
-            g.fit(counts if counts is not None else fit['label'] if fit is not None and 'label' in fit.columns else events['label'])
+            g.fit(counts if counts is not None else fit['label'] if fit is not None and 'label' in fit.columns
+                  else events['label'])
             members = g.table().set_index('group').members if hasattr(g, 'table') else None
         if conformal is not None and not isinstance(conformal, dict):
             raise TypeError(f'conformal must be a dict of conformal_summary arguments, got {type(conformal).__name__}')
@@ -487,9 +507,12 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             bins.append(bt.reset_index().assign(stage=stage, group='all'))
             rk = ranking(se)                             # the selective metrics and the curve
             curves.append(risk_coverage(rk, max_points=MAX_CURVE_POINTS).assign(stage=stage))
-            info[stage] = dict(name=stage_name(stage, len(c), recalibrator=None if len(stages) == 1 else _plugin_name(recalibrator), fit_name=fit_name,
-                                               n_fit=None if fit is None else len(fit), **(gn if g is not None else {})),
-                               n_bins=int(np.count_nonzero(st.n)), bins_note=bins_note(st, n_bins=n_bins, bin_size=bin_size, binning=binning),
+            rname = None if len(stages) == 1 else _plugin_name(recalibrator)
+            n_fit = None if fit is None else len(fit)
+            info[stage] = dict(name=stage_name(stage, len(c), recalibrator=rname, fit_name=fit_name, n_fit=n_fit,
+                                               **(gn if g is not None else {})),
+                               n_bins=int(np.count_nonzero(st.n)),
+                               bins_note=bins_note(st, n_bins=n_bins, bin_size=bin_size, binning=binning),
                                verdict=stage_verdict(bt, rows, level), bands=bands,
                                significance=stage_significance(se, None, level=level),
                                selective=selective_summary(rk).to_dict())
@@ -678,7 +701,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                   curves=pd.concat(curves)[['stage', *curves[0].columns[:-1]]].reset_index(drop=True))
 
 # %% ../nbs/60_report.ipynb #baf6b35e
-MAX_PANELS = 12   # group panels charted per stage: the most frequent groups (ids 1, 2, ...); every group is in the tables
+MAX_PANELS = 12   # group panels charted per stage: the most frequent groups (ids 1, 2, ...); all are in the tables
 
 def _short(text: str, width: int = 28) -> str: return text if len(text) <= width else text[:width - 1] + '…'
 
@@ -686,7 +709,7 @@ def report_charts(r: Report,  # a calibration report
                   ) -> dict:
     """Reliability chart of each stage (with consistency bands), a grid of the `MAX_PANELS` most frequent groups, and
     the risk–coverage chart of each stage, from the report's tables."""
-    from calibkit.charts import reliability, reliability_grid, risk_coverage_chart
+    from calibkit.charts import reliability, reliability_grid, risk_coverage_chart   # deliberately lazy: Altair
     charts, t = {}, r.bins
     names = {} if r.groups is None else dict(zip(r.groups.group.astype(str), r.groups.members.fillna('').astype(str)))
     for stage in pd.unique(t.stage):
@@ -700,8 +723,10 @@ def report_charts(r: Report,  # a calibration report
         if not keys: continue
         shown = keys[:MAX_PANELS]
         part = s[s.group.isin(shown)]
-        panels = {_short(f'{k}: {names.get(k, "")}' if names.get(k) else f'group {k}'): part[part.group == k] for k in shown}
-        head = f'Per group ({stage})' + (f': the {len(shown)} most frequent of {len(keys):,} groups' if len(keys) > len(shown) else '')
+        panels = {_short(f'{k}: {names.get(k, "")}' if names.get(k) else f'group {k}'): part[part.group == k]
+                  for k in shown}
+        head = f'Per group ({stage})' + (f': the {len(shown)} most frequent of {len(keys):,} groups'
+                                         if len(keys) > len(shown) else '')
         charts[f'groups_{stage}'] = reliability_grid(panels, title=head)
     return charts
 

@@ -64,7 +64,8 @@ def _scope_errors(c, y, gid, n_groups, n_bins, level, n_samples, seed) -> pd.Dat
     return pd.DataFrame(rows, columns=['group', 'n_events', 'n_bins', 'value', 'lo', 'hi'])
 
 # %% ../nbs/42_sparse_study.ipynb #9dfcd96d
-RECALIBRATORS = ('histogram', 'isotonic', 'scaling_binning_kls')   # Table 1 of the paper; its own scaling-binning variant
+# Table 1 of the paper, with its own scaling-binning variant
+RECALIBRATORS = ('histogram', 'isotonic', 'scaling_binning_kls')
 
 def _recalibrator(t, n_bins: int, seed: int):
     "A fresh recalibrator for `t` (a registered name or an instance: `calibkit.plugins.make`) and its display name."
