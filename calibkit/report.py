@@ -67,27 +67,29 @@ def bins_note(st: BinStats,  # the stage's bins
 
 # %% ../nbs/60_report.ipynb #eebaf160
 METRICS = {   # stable key -> (display name, one-line definition); the keys are metrics.json's, the names the tables'
-    'calib_mse': ('CalibMSE', 'Σ over bins of (bin events / all events) · (mean confidence − accuracy)²: the squared '
-                  'calibration error (Kranzlein, Liu & Schneider 2021, §3); 0 is perfect.'),
+    'calib_mse': ('CalibMSE', 'Σ over bins of (bin events / all events) · (mean confidence − accuracy)²: the '
+                  'squared calibration error (Kranzlein, Liu & Schneider 2021, §3); 0 is perfect.'),
     'calib_mse_debiased': ('CalibMSE (debiased)', 'CalibMSE minus the noise floor: an estimate of the calibration '
                            'error itself, without the part sampling noise adds; near 0 means no miscalibration is '
                            'visible.'),
-    'noise_floor': ('noise floor', 'Σ over bins of (bin events / all events) · acc(1 − acc)/(n − 1): the CalibMSE a '
-                    'perfectly calibrated model would still show with these bins, from sampling noise alone.'),
-    'ece_l1': ('ECE (l1)', 'Σ over bins of (bin events / all events) · |mean confidence − accuracy|: the average gap '
-               'between confidence and accuracy (Guo et al. 2017).'),
-    'ece_l2': ('SMCE (l2)', '√CalibMSE: the root-mean-square gap between confidence and accuracy (on marginal events, '
-               'the shared marginal calibration error).'),
+    'noise_floor': ('noise floor', 'Σ over bins of (bin events / all events) · acc(1 − acc)/(n − 1): the '
+                    'CalibMSE a perfectly calibrated model would still show with these bins, from sampling noise '
+                    'alone.'),
+    'ece_l1': ('ECE (l1)', 'Σ over bins of (bin events / all events) · |mean confidence − accuracy|: the '
+               'average gap between confidence and accuracy (Guo et al. 2017).'),
+    'ece_l2': ('SMCE (l2)', '√CalibMSE: the root-mean-square gap between confidence and accuracy (on marginal '
+               'events, the shared marginal calibration error).'),
     'ece_max': ('max bin gap', 'The largest |mean confidence − accuracy| of any bin.'),
-    'brier': ('Brier: brier', 'Mean of (confidence − outcome)² over events = calibration + refinement + within_bin.'),
+    'brier': ('Brier: brier', 'Mean of (confidence − outcome)² over events = calibration + refinement + '
+              'within_bin.'),
     'brier_calibration': ('Brier: calibration', 'The binned calibration term: equal to CalibMSE.'),
-    'brier_refinement': ('Brier: refinement', 'Σ over bins of (bin events / all events) · acc(1 − acc): how well the '
-                         'confidences separate correct from wrong (uncertainty − resolution).'),
+    'brier_refinement': ('Brier: refinement', 'Σ over bins of (bin events / all events) · acc(1 − acc): how '
+                         'well the confidences separate correct from wrong (uncertainty − resolution).'),
     'brier_within_bin': ('Brier: within_bin', 'What binning hides: the spread of confidences inside the bins.'),
-    'brier_resolution': ('Brier: resolution', 'Σ over bins of (bin events / all events) · (acc − overall accuracy)²: '
-                         'how much the bins\' accuracies differ from the base rate.'),
-    'brier_uncertainty': ('Brier: uncertainty', 'Overall accuracy · (1 − overall accuracy): the Brier score of always '
-                          'predicting the base rate.'),
+    'brier_resolution': ('Brier: resolution', 'Σ over bins of (bin events / all events) · (acc − overall '
+                         "accuracy)²: how much the bins' accuracies differ from the base rate."),
+    'brier_uncertainty': ('Brier: uncertainty', 'Overall accuracy · (1 − overall accuracy): the Brier score of '
+                          'always predicting the base rate.'),
 }
 
 def metric_rows(st: BinStats,  # the stage's bins, with moments
@@ -273,8 +275,8 @@ SIGNIFICANCE = {   # stable key -> (display name, one-line definition): the test
     'ecce_r': ('ECCE-R', "Tygert's (2021) range of the cumulative differences Σ(y − p) along the sorted "
                'confidences, in units of its null standard deviation (Kuiper type); asymptotic p-value of the range '
                'of a Brownian motion.'),
-    'spiegelhalter': ("Spiegelhalter's Z", 'Z = Σ(y − p)(1 − 2p) / √Σ(1 − 2p)²p(1 − p) over events (Spiegelhalter '
-                      '1986): standard normal when calibrated; two-sided p-value.'),
+    'spiegelhalter': ("Spiegelhalter's Z", 'Z = Σ(y − p)(1 − 2p) / √Σ(1 − 2p)²p(1 − p) over events '
+                      '(Spiegelhalter 1986): standard normal when calibrated; two-sided p-value.'),
 }
 _TEST_FUNCTIONS = dict(ecce_r=ecce_r_test, spiegelhalter=spiegelhalter_test)
 
@@ -315,12 +317,12 @@ SELECTIVE = {   # stable key -> (display name, one-line definition): metrics.jso
              'averaged over coverages (Geifman et al. 2019); lower is better.'),
     'e_aurc': ('E-AURC', "AURC minus the AURC of the oracle ordering (every correct event first): the part of AURC "
                "due to the confidence's ranking; 0 is the best possible ordering."),
-    'augrc': ('AUGRC', 'Area under the generalised risk–coverage curve: accepted errors over all events, averaged over '
-              'coverages (Traub et al. 2024); lower is better.'),
+    'augrc': ('AUGRC', 'Area under the generalised risk–coverage curve: accepted errors over all events, averaged '
+              'over coverages (Traub et al. 2024); lower is better.'),
     'auroc': ('AUROC', 'P(the confidence of a correct event > that of a wrong one), ties counting ½: how well the '
               'confidence separates correct from wrong; 0.5 is chance, 1 perfect.'),
-    'prr': ('PRR', 'Prediction–rejection ratio (Malinin & Gales 2021): where AUGRC lies between a random ordering (0) '
-            'and the oracle ordering (1).'),
+    'prr': ('PRR', 'Prediction–rejection ratio (Malinin & Gales 2021): where AUGRC lies between a random ordering '
+            '(0) and the oracle ordering (1).'),
     **{f'risk@{c:g}': (f'risk at {c:.0%} coverage', f'The error rate among the {c:.0%} most confident events (equal '
                        'confidences taken in random order).') for c in COVERAGES},
 }
