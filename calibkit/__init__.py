@@ -34,12 +34,13 @@ _LAZY = {name: (module, name) for module, names in _CORE.items() for name in nam
     'sparse_study': ('sparse', 'sparse_study'), 'sparse_study_from_scores': ('sparse', 'sparse_study_from_scores'),
     'synthetic': ('studies', 'synthetic'),
     'calibration_report': ('report', 'calibration_report'),
+    'save_report': ('render', 'save_report'),
     'smooth_ece': ('diagnostics', 'smooth_ece'), 'smooth_curve': ('diagnostics', 'smooth_curve'),
     'corp': ('diagnostics', 'corp'), 'corp_curve': ('diagnostics', 'corp_curve'),
     'TemperatureScaling': ('multiclass', 'TemperatureScaling'), 'VectorScaling': ('multiclass', 'VectorScaling'),
 }
-_SUBMODULES = {'config', 'events', 'binning', 'metrics', 'plugins', 'charts', 'studies', 'report', 'recalibrators',
-               'groupers', 'extractors', 'models', 'datasets', 'sparse', 'inputs', 'cli', 'demos', 'dask',
+_SUBMODULES = {'config', 'events', 'binning', 'metrics', 'plugins', 'charts', 'studies', 'report', 'render',
+               'recalibrators', 'groupers', 'extractors', 'models', 'datasets', 'sparse', 'inputs', 'cli', 'demos', 'dask',
                'diagnostics', 'multiclass', 'significance', 'selective', 'conformal', 'stream', 'torchmetric'}
 
 

@@ -11,7 +11,8 @@ from .config import default, progress
 from .datasets import bundled
 from .events import make_events
 from .outdir import OutputError, check_path, locked, mismatch
-from .report import REPORT_FILES, calibration_report
+from .report import calibration_report
+from .render import REPORT_FILES, save_report
 
 # %% auto #0
 __all__ = ['DEMOS', 'DEMO_EXTRAS', 'DEMO_MARKER', 'demo_synthetic', 'demo_twitter_pos', 'demo_coref', 'demo_sparse_tagsets',
@@ -26,7 +27,7 @@ def demo_synthetic(
     from calibkit.studies import synthetic
     dev, test = (make_events(*synthetic(20_000, k=0.1, seed=s)) for s in (1, 2))
     rep = calibration_report(test, fit=dev, recalibrator='isotonic', title='Synthetic under-confident forecaster (thesis generator, k = 0.1)')
-    rep.save(out/'synthetic', force=True)
+    save_report(rep, out/'synthetic', force=True)
     return [out/'synthetic']
 
 # %% ../nbs/63_demos.ipynb #114c5582
@@ -45,7 +46,7 @@ def demo_twitter_pos(
         dev, test = (events_from_tagger(m, *data[s], events='marginal', threshold=default('threshold')) for s in ('dev', 'test'))
         rep = calibration_report(test, fit=dev, recalibrator='isotonic', meta=dict(accuracy=m.score(*data['test'])),
                                  title=f'Twitter POS, {name}: marginal events on oct27.test')
-        rep.save(out/'twitter_pos'/name, force=True)
+        save_report(rep, out/'twitter_pos'/name, force=True)
         done.append(out/'twitter_pos'/name)
     return done
 
@@ -65,7 +66,7 @@ def demo_coref(
     pair = {s: e[e['kind'] == 'pair'].reset_index(drop=True) for s, e in ev.items()}
     rep = calibration_report(pair['test'], fit=pair['dev'], recalibrator='isotonic', n_bins=20,
                              title='LitBank coreference: "same entity?" (Monte Carlo, 1,000 clusterings)')
-    rep.save(out/'coref_mc', force=True)
+    save_report(rep, out/'coref_mc', force=True)
     return [out/'coref_mc']
 
 # %% ../nbs/63_demos.ipynb #73b2903a
@@ -77,7 +78,7 @@ def demo_sparse_tagsets(
     st = ewt_study_events(bundled('ud_ewt'))
     rep = calibration_report(st.test_events, fit=st.dev_events, counts=st.train_counts, grouper='tfg', recalibrator='histogram',
                              title='UD EWT XPOS+DEPREL: marginal events, TFG + histogram binning')
-    rep.save(out/'sparse_tagsets', force=True)
+    save_report(rep, out/'sparse_tagsets', force=True)
     return [out/'sparse_tagsets']
 
 # %% ../nbs/63_demos.ipynb #e0dd67c4
@@ -92,7 +93,7 @@ def demo_seq2seq(
     for name, ev, what in (('tokens', st.tokens, 'teacher-forced token events'),
                            ('sequences_min', st.sequences['min'], 'greedy sequences, min step confidence vs exact match')):
         rep = calibration_report(ev, meta=meta, title=f'Seq2seq on UD EWT (GRU, hidden 64): {what}')
-        rep.save(out/'seq2seq'/name, force=True)
+        save_report(rep, out/'seq2seq'/name, force=True)
         done.append(out/'seq2seq'/name)
     return done
 

@@ -28,6 +28,7 @@ class OutputError(ValueError):
 MARKER = '.calibkit-report.json'
 _MARKER_TMP = re.compile(re.escape(MARKER) + r'\.\d+\.tmp')   # the manifest's own temporary file, before its rename
 
+# %% ../nbs/65_outdir.ipynb #4facd519
 def digest(
     path: Path,  # a plain file (not a link)
 ) -> str:  # its sha256, as hex

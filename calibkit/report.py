@@ -4,25 +4,25 @@
 
 # %% ../nbs/60_report.ipynb #cbd2f64f
 from __future__ import annotations
-import html, inspect, json, re, warnings
+import importlib, inspect, json, warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
-from .events import as_pairs, check_choice, check_int
+from .events import as_pairs, check_choice, check_int, check_probs
 from .binning import BINNINGS, BinStats, bin_stats, bin_table, group_bins, sorted_events, wsum, z_value
 from .metrics import brier, calib_mse_interval, ece_interval
 from .significance import CALIBRATED, binomial_bands, consistency_bands, ecce_r_test, spiegelhalter_test
 from .selective import COVERAGES, MAX_CURVE_POINTS, ranking, risk_coverage, selective_summary
-from .outdir import MARKER, claim
+from .conformal import ConformalSets, set_summary
+from .plugins import make
 
 # %% auto #0
-__all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'MAX_HTML_GROUPS', 'REPORT_FILES',
-           'stage_stats', 'bins_note', 'metric_rows', 'make_grouper', 'make_recalibrator', 'recalibrated',
-           'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text', 'stage_significance', 'significance_text',
-           'Report', 'stage_name', 'conformal_summary', 'calibration_report', 'dask_report', 'report_charts',
-           'selective_wide', 'bands_note', 'metrics_wide', 'conformal_html', 'report_html']
+__all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'stage_stats', 'bins_note',
+           'metric_rows', 'recalibrated', 'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text',
+           'stage_significance', 'significance_text', 'Report', 'stage_name', 'conformal_summary', 'calibration_report',
+           'dask_report', 'report_charts']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -33,11 +33,13 @@ def stage_stats(c,  # a stage's confidences
                 warn=None,  # called with a message when n_bins is capped
                 presorted=None,  # the stage's events sorted once (`sorted_events`), reused by equal-mass bins
                 ) -> BinStats:
-    "ONE `BinStats` (with moments) for a stage: `n_bins` capped at the number of events (`warn` is told), or `bin_size`; adaptive bins choose their own number."
+    """ONE `BinStats` (with moments) for a stage: `n_bins` capped at the number of events (`warn` is told), or
+    `bin_size`; adaptive bins choose their own number."""
     if binning == 'equal_mass' and bin_size is not None: bin_size = min(check_int('bin_size', bin_size, 1), len(c))
     elif binning == 'equal_mass':
         n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
-        if n_bins > len(c) and warn is not None: warn(f'n_bins {n_bins} exceeds the {len(c)} events: used {len(c)} bins (one event each)')
+        if n_bins > len(c) and warn is not None:
+            warn(f'n_bins {n_bins} exceeds the {len(c)} events: used {len(c)} bins (one event each)')
         n_bins = min(n_bins, len(c))
     if presorted is not None and binning == 'equal_mass': c, y = presorted, None
     return bin_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, moments=True)
@@ -48,40 +50,46 @@ def bins_note(st: BinStats,  # the stage's bins
               bin_size=None,  # or the events per bin asked for
               binning='equal_mass',  # the binning asked for
               ) -> str | None:
-    "Why `st` has fewer (non-empty) bins than asked for, in one sentence; for adaptive bins, how many they chose; else None."
+    """Why `st` has fewer (non-empty) bins than asked for, in one sentence; for adaptive bins, how many they chose;
+    else None."""
     n, used = st.total, int(np.count_nonzero(st.n))
     if binning == 'adaptive': return f'adaptive binning (Ding et al. 2020) chose {used} bins for {n:,} events'
     if binning == 'fixed_width':
         asked = len(st.n)
-        return None if used == asked else f'{asked - used} of the {asked} fixed-width bins hold no events: {used} bins used'
+        if used == asked: return None
+        return f'{asked - used} of the {asked} fixed-width bins hold no events: {used} bins used'
     asked = max(1, n // bin_size) if bin_size is not None else default('n_bins', n_bins)
     if used >= asked: return None
-    if asked > n and bin_size is None and used == n: return f'{asked:,} bins were asked for but there are only {n:,} events: one event per bin'
+    if asked > n and bin_size is None and used == n:
+        return f'{asked:,} bins were asked for but there are only {n:,} events: one event per bin'
     return (f'{used} bins instead of {min(asked, n):,}: equal confidences are never split between bins, so bins '
             'that would cut a run of ties were merged')
 
 # %% ../nbs/60_report.ipynb #eebaf160
 METRICS = {   # stable key -> (display name, one-line definition); the keys are metrics.json's, the names the tables'
-    'calib_mse': ('CalibMSE', 'Σ over bins of (bin events / all events) · (mean confidence − accuracy)²: the squared '
-                  'calibration error (Kranzlein, Liu & Schneider 2021, §3); 0 is perfect.'),
-    'calib_mse_debiased': ('CalibMSE (debiased)', 'CalibMSE minus the noise floor: an estimate of the calibration error '
-                           'itself, without the part sampling noise adds; near 0 means no miscalibration is visible.'),
-    'noise_floor': ('noise floor', 'Σ over bins of (bin events / all events) · acc(1 − acc)/(n − 1): the CalibMSE a '
-                    'perfectly calibrated model would still show with these bins, from sampling noise alone.'),
-    'ece_l1': ('ECE (l1)', 'Σ over bins of (bin events / all events) · |mean confidence − accuracy|: the average gap '
-               'between confidence and accuracy (Guo et al. 2017).'),
-    'ece_l2': ('SMCE (l2)', '√CalibMSE: the root-mean-square gap between confidence and accuracy (on marginal events, the '
-               'shared marginal calibration error).'),
+    'calib_mse': ('CalibMSE', 'Σ over bins of (bin events / all events) · (mean confidence − accuracy)²: the '
+                  'squared calibration error (Kranzlein, Liu & Schneider 2021, §3); 0 is perfect.'),
+    'calib_mse_debiased': ('CalibMSE (debiased)', 'CalibMSE minus the noise floor: an estimate of the calibration '
+                           'error itself, without the part sampling noise adds; near 0 means no miscalibration is '
+                           'visible.'),
+    'noise_floor': ('noise floor', 'Σ over bins of (bin events / all events) · acc(1 − acc)/(n − 1): the '
+                    'CalibMSE a perfectly calibrated model would still show with these bins, from sampling noise '
+                    'alone.'),
+    'ece_l1': ('ECE (l1)', 'Σ over bins of (bin events / all events) · |mean confidence − accuracy|: the '
+               'average gap between confidence and accuracy (Guo et al. 2017).'),
+    'ece_l2': ('SMCE (l2)', '√CalibMSE: the root-mean-square gap between confidence and accuracy (on marginal '
+               'events, the shared marginal calibration error).'),
     'ece_max': ('max bin gap', 'The largest |mean confidence − accuracy| of any bin.'),
-    'brier': ('Brier: brier', 'Mean of (confidence − outcome)² over events = calibration + refinement + within_bin.'),
+    'brier': ('Brier: brier', 'Mean of (confidence − outcome)² over events = calibration + refinement + '
+              'within_bin.'),
     'brier_calibration': ('Brier: calibration', 'The binned calibration term: equal to CalibMSE.'),
-    'brier_refinement': ('Brier: refinement', 'Σ over bins of (bin events / all events) · acc(1 − acc): how well the '
-                         'confidences separate correct from wrong (uncertainty − resolution).'),
+    'brier_refinement': ('Brier: refinement', 'Σ over bins of (bin events / all events) · acc(1 − acc): how '
+                         'well the confidences separate correct from wrong (uncertainty − resolution).'),
     'brier_within_bin': ('Brier: within_bin', 'What binning hides: the spread of confidences inside the bins.'),
-    'brier_resolution': ('Brier: resolution', 'Σ over bins of (bin events / all events) · (acc − overall accuracy)²: '
-                         'how much the bins\' accuracies differ from the base rate.'),
-    'brier_uncertainty': ('Brier: uncertainty', 'Overall accuracy · (1 − overall accuracy): the Brier score of always '
-                          'predicting the base rate.'),
+    'brier_resolution': ('Brier: resolution', 'Σ over bins of (bin events / all events) · (acc − overall '
+                         "accuracy)²: how much the bins' accuracies differ from the base rate."),
+    'brier_uncertainty': ('Brier: uncertainty', 'Overall accuracy · (1 − overall accuracy): the Brier score of '
+                          'always predicting the base rate.'),
 }
 
 def metric_rows(st: BinStats,  # the stage's bins, with moments
@@ -89,7 +97,8 @@ def metric_rows(st: BinStats,  # the stage's bins, with moments
                 n_samples,  # resamples for the intervals
                 seed,  # their seed
                 ) -> list[dict]:
-    "Every metric of `METRICS` (key, display name, estimate and interval, NaN where none) from ONE `BinStats` with moments."
+    """Every metric of `METRICS` (key, display name, estimate and interval, NaN where none) from ONE `BinStats` with
+    moments."""
     kw = dict(n_samples=n_samples, level=level, seed=seed)
     got = {'calib_mse': calib_mse_interval(st, **kw), 'calib_mse_debiased': calib_mse_interval(st, debias=True, **kw),
            'noise_floor': (float(wsum(st.noise, st.weight)), np.nan, np.nan),
@@ -103,30 +112,16 @@ def _accepts(obj, name: str) -> bool:
     try: return name in inspect.signature(type(obj)).parameters
     except (TypeError, ValueError): return False
 
-def make_grouper(grouper,  # a registered grouper's name, an instance, or None
-                 n_groups=None,  # groups, for a grouper whose constructor takes it
-                 ):
-    "A grouper instance from a registered name (with `n_groups` when its constructor takes it) or an instance."
-    if grouper is None or not isinstance(grouper, str):
-        if n_groups is not None and (grouper is None or not _accepts(grouper, 'n_groups')):
-            raise ValueError(f'n_groups applies only to a grouper that takes it; grouper is {grouper!r}')
-        return grouper if grouper is None or n_groups is None else grouper.set_params(n_groups=n_groups)
-    from calibkit.plugins import grouper as registered
-    g = registered(grouper)
-    if n_groups is None: return g
-    if not _accepts(g, 'n_groups'): raise ValueError(f'grouper {grouper!r} takes no n_groups (it groups labels its own way)')
-    return registered(grouper, n_groups=check_int('n_groups', n_groups, 1))
-
-# %% ../nbs/60_report.ipynb #17e69925
-def make_recalibrator(recalibrator,  # a registered recalibrator's name or an instance
-                      params=None,  # the named recalibrator's parameters (a dict)
-                      ):
-    "A recalibrator instance from a registered name and its `params`, or the instance given (params then refused)."
-    if isinstance(recalibrator, str):
-        from calibkit.plugins import recalibrator as registered
-        return registered(recalibrator, **(params or {}))
-    if params: raise ValueError('params apply to a recalibrator given by name; set them on the instance instead')
-    return recalibrator
+def _grouper(grouper, n_groups):
+    "The report's grouper: `make` of a registered name or an instance, with `n_groups` when its constructor takes it."
+    if n_groups is None: return None if grouper is None else make('grouper', grouper)
+    if grouper is None or (not isinstance(grouper, str) and not _accepts(grouper, 'n_groups')):
+        raise ValueError(f'n_groups applies only to a grouper that takes it; grouper is {grouper!r}')
+    g = make('grouper', grouper)
+    if not _accepts(g, 'n_groups'):
+        raise ValueError(f'grouper {grouper!r} takes no n_groups (it groups labels its own way)')
+    n_groups = check_int('n_groups', n_groups, 1)
+    return make('grouper', grouper, dict(n_groups=n_groups)) if g is not grouper else g.set_params(n_groups=n_groups)
 
 # %% ../nbs/60_report.ipynb #54112e4d
 def recalibrated(ev,  # the evaluated events
@@ -135,16 +130,17 @@ def recalibrated(ev,  # the evaluated events
                  recalibrator,  # a recalibrator instance
                  ):
     "The events with conf replaced by the `recalibrator` fitted on `fit` (one per group under a `grouper`)."
-    if fit is None: raise ValueError('recalibrating needs fit events (the `fit` argument): recalibrators are fitted on held-out data, '
-                                     'never on the events they are judged on')
+    if fit is None: raise ValueError('recalibrating needs fit events (the `fit` argument): recalibrators are fitted '
+                                     'on held-out data, never on the events they are judged on')
     if grouper is None: return recalibrator.fit(fit).transform(ev)
-    from calibkit.recalibrators import Grouped
+    from calibkit.recalibrators import Grouped     # deliberately lazy: scikit-learn, only when recalibrating
     return Grouped(grouper, recalibrator).fit(fit).transform(ev)
 
 # %% ../nbs/60_report.ipynb #2429ffb1
 def _summary(ev: pd.DataFrame, st) -> dict:
     "Events, accuracy and mean confidence (from the bin sums: no extra pass), labels, and the threshold's drops."
-    out = dict(events=st.total, accuracy=float(st.sum_correct.sum() / st.total), mean_conf=float(st.sum_conf.sum() / st.total))
+    out = dict(events=st.total, accuracy=float(st.sum_correct.sum() / st.total),
+               mean_conf=float(st.sum_conf.sum() / st.total))
     if 'label' in ev.columns: out['labels'] = int(ev['label'].nunique())
     if 'files' in ev.attrs: out['files'] = len(ev.attrs['files'])        # read from several files
     for k in ('n_cells', 'n_dropped', 'threshold'):
@@ -224,21 +220,23 @@ def stage_verdict(bins: pd.DataFrame,  # the stage's bins table (`bin_table`)
                   level: float,  # the interval level
                   ) -> dict:
     """What one stage's numbers say: the direction overall (mean confidence above or below accuracy by more than the
-    accuracy's `level` interval, else 'neither') and the confidence ranges where bins are
-    over- or under-confident (accuracy outside the bin's `level` interval, below or above the bin's mean confidence), the
-    headline CalibMSE with its interval, and whether the miscalibration is distinguishable from noise (the debiased
-    CalibMSE's interval lies above 0)."""
+    accuracy's `level` interval, else 'neither') and the confidence ranges where bins are over- or under-confident
+    (accuracy outside the bin's `level` interval, below or above the bin's mean confidence), the headline CalibMSE
+    with its interval, and whether the miscalibration is distinguishable from noise (the debiased CalibMSE's interval
+    lies above 0)."""
     m, bins = {r['key']: r for r in rows}, bins[bins.n > 0]
     n, conf, acc = bins.n.to_numpy(), bins.conf.to_numpy(), bins.acc.to_numpy()
     mean_conf, accuracy = float((n * conf).sum() / n.sum()), float((n * acc).sum() / n.sum())
     over, under = bins.ci_hi.to_numpy() < conf, bins.ci_lo.to_numpy() > conf
     d = m['calib_mse_debiased']
     margin = z_value(level) * np.sqrt(accuracy * (1 - accuracy) / n.sum())
-    return dict(direction='over-confident' if mean_conf - accuracy > margin else 'under-confident' if accuracy - mean_conf > margin
-                else 'neither',
+    return dict(direction='over-confident' if mean_conf - accuracy > margin
+                else 'under-confident' if accuracy - mean_conf > margin else 'neither',
                 mean_conf=mean_conf, accuracy=accuracy, level=level,
-                over=_ranges(over, bins.lo.to_numpy(), bins.hi.to_numpy()), under=_ranges(under, bins.lo.to_numpy(), bins.hi.to_numpy()),
-                calib_mse=[m['calib_mse'][k] for k in ('estimate', 'lo', 'hi')], noise_floor=m['noise_floor']['estimate'],
+                over=_ranges(over, bins.lo.to_numpy(), bins.hi.to_numpy()),
+                under=_ranges(under, bins.lo.to_numpy(), bins.hi.to_numpy()),
+                calib_mse=[m['calib_mse'][k] for k in ('estimate', 'lo', 'hi')],
+                noise_floor=m['noise_floor']['estimate'],
                 calib_mse_debiased=[d[k] for k in ('estimate', 'lo', 'hi')], distinguishable=bool(d['lo'] > 0))
 
 # %% ../nbs/60_report.ipynb #cbfd7466
@@ -253,20 +251,23 @@ def verdict_text(v: dict,  # a `stage_verdict`
     where = lambda rs: ' and '.join(f'{span(r)} ({r["bins"]} bin{"s" * (r["bins"] > 1)})' for r in rs)
     mc = f'mean confidence {v["mean_conf"]:.3f}, accuracy {v["accuracy"]:.3f}'
     out = [f'{stage}{v["direction"].capitalize()} overall: {mc}.' if v['direction'] != 'neither' else
-           f'{stage}Neither over- nor under-confident on average: {mc} (the difference is within the accuracy\'s {pct} interval).']
+           f'{stage}Neither over- nor under-confident on average: {mc} (the difference is within the accuracy\'s '
+           f'{pct} interval).']
     if v['over'] or v['under']:
-        parts = ([f'over-confident (the {pct} interval of the bin\'s accuracy lies below its mean confidence) for confidences '
-                  f'{where(v["over"])}'] if v['over'] else []) + \
-                ([f'under-confident (' + ('above it' if v['over'] else f'the {pct} interval of the bin\'s accuracy lies above '
-                  'its mean confidence') + f') for confidences {where(v["under"])}'] if v['under'] else [])
+        below = f'the {pct} interval of the bin\'s accuracy lies below its mean confidence'
+        above = 'above it' if v['over'] else f'the {pct} interval of the bin\'s accuracy lies above its mean confidence'
+        parts = ([f'over-confident ({below}) for confidences {where(v["over"])}'] if v['over'] else []) + \
+                ([f'under-confident ({above}) for confidences {where(v["under"])}'] if v['under'] else [])
         out.append(' and '.join(parts).capitalize() + '.')
     else: out.append(f'No bin\'s accuracy lies outside its {pct} interval around the bin\'s mean confidence.')
     e, lo, hi = v['calib_mse']; d, dlo, dhi = v['calib_mse_debiased']
-    out.append(f'CalibMSE {_g(e)} ({pct} CI {_g(lo)}–{_g(hi)}), noise floor {_g(v["noise_floor"])}: the miscalibration is '
-               + (f'distinguishable from noise (the debiased CalibMSE {_g(d)} has a {pct} interval {_g(dlo)} to {_g(dhi)}, above 0).'
+    out.append(f'CalibMSE {_g(e)} ({pct} CI {_g(lo)}–{_g(hi)}), noise floor {_g(v["noise_floor"])}: the '
+               'miscalibration is '
+               + (f'distinguishable from noise (the debiased CalibMSE {_g(d)} has a {pct} interval {_g(dlo)} to '
+                  f'{_g(dhi)}, above 0).'
                   if v['distinguishable'] else
-                  f'not distinguishable from noise at the {pct} level (the debiased CalibMSE {_g(d)} has a {pct} interval '
-                  f'{_g(dlo)} to {_g(dhi)}, which includes 0).'))
+                  f'not distinguishable from noise at the {pct} level (the debiased CalibMSE {_g(d)} has a {pct} '
+                  f'interval {_g(dlo)} to {_g(dhi)}, which includes 0).'))
     return out
 
 # %% ../nbs/60_report.ipynb #24899e1a
@@ -274,24 +275,10 @@ SIGNIFICANCE = {   # stable key -> (display name, one-line definition): the test
     'ecce_r': ('ECCE-R', "Tygert's (2021) range of the cumulative differences Σ(y − p) along the sorted "
                'confidences, in units of its null standard deviation (Kuiper type); asymptotic p-value of the range '
                'of a Brownian motion.'),
-    'spiegelhalter': ("Spiegelhalter's Z", 'Z = Σ(y − p)(1 − 2p) / √Σ(1 − 2p)²p(1 − p) over events (Spiegelhalter '
-                      '1986): standard normal when calibrated; two-sided p-value.'),
+    'spiegelhalter': ("Spiegelhalter's Z", 'Z = Σ(y − p)(1 − 2p) / √Σ(1 − 2p)²p(1 − p) over events '
+                      '(Spiegelhalter 1986): standard normal when calibrated; two-sided p-value.'),
 }
 _TEST_FUNCTIONS = dict(ecce_r=ecce_r_test, spiegelhalter=spiegelhalter_test)
-SELECTIVE = {   # stable key -> (display name, one-line definition): metrics.json's stages.<stage>.selective
-    'aurc': ('AURC', 'Area under the risk–coverage curve: the error rate among the most confident events accepted, '
-             'averaged over coverages (Geifman et al. 2019); lower is better.'),
-    'e_aurc': ('E-AURC', "AURC minus the AURC of the oracle ordering (every correct event first): the part of AURC "
-               "due to the confidence's ranking; 0 is the best possible ordering."),
-    'augrc': ('AUGRC', 'Area under the generalised risk–coverage curve: accepted errors over all events, averaged over '
-              'coverages (Traub et al. 2024); lower is better.'),
-    'auroc': ('AUROC', 'P(the confidence of a correct event > that of a wrong one), ties counting ½: how well the '
-              'confidence separates correct from wrong; 0.5 is chance, 1 perfect.'),
-    'prr': ('PRR', 'Prediction–rejection ratio (Malinin & Gales 2021): where AUGRC lies between a random ordering (0) '
-            'and the oracle ordering (1).'),
-    **{f'risk@{c:g}': (f'risk at {c:.0%} coverage', f'The error rate among the {c:.0%} most confident events (equal '
-                       'confidences taken in random order).') for c in COVERAGES},
-}
 
 def stage_significance(c,  # a stage's confidences, or its `SortedEvents`
                        y,  # and outcomes (0/1; None with a `SortedEvents`)
@@ -312,6 +299,7 @@ def stage_significance(c,  # a stage's confidences, or its `SortedEvents`
     return dict(test=key, name=SIGNIFICANCE[key][0], **tests[key], null=CALIBRATED, level=level,
                 significant=None if np.isnan(p) else bool(p < 1 - level), tests=tests)
 
+# %% ../nbs/60_report.ipynb #efaa35dc
 def significance_text(s: dict,  # a `stage_significance` (as metrics.json holds it: None for NaN)
                       ) -> str:
     "The significance line of a stage: the test, its statistic and p-value, and what they mean at the report's level."
@@ -322,6 +310,22 @@ def significance_text(s: dict,  # a `stage_significance` (as metrics.json holds 
     head = f'Significance ({name} = {s["statistic"]:.3g}, {p}): '
     return head + (f'the miscalibration is significant at level {level:g}.' if s['significant'] else
                    f'not distinguishable from calibrated at level {level:g}.')
+
+# %% ../nbs/60_report.ipynb #cb2fb005
+SELECTIVE = {   # stable key -> (display name, one-line definition): metrics.json's stages.<stage>.selective
+    'aurc': ('AURC', 'Area under the risk–coverage curve: the error rate among the most confident events accepted, '
+             'averaged over coverages (Geifman et al. 2019); lower is better.'),
+    'e_aurc': ('E-AURC', "AURC minus the AURC of the oracle ordering (every correct event first): the part of AURC "
+               "due to the confidence's ranking; 0 is the best possible ordering."),
+    'augrc': ('AUGRC', 'Area under the generalised risk–coverage curve: accepted errors over all events, averaged '
+              'over coverages (Traub et al. 2024); lower is better.'),
+    'auroc': ('AUROC', 'P(the confidence of a correct event > that of a wrong one), ties counting ½: how well the '
+              'confidence separates correct from wrong; 0.5 is chance, 1 perfect.'),
+    'prr': ('PRR', 'Prediction–rejection ratio (Malinin & Gales 2021): where AUGRC lies between a random ordering '
+            '(0) and the oracle ordering (1).'),
+    **{f'risk@{c:g}': (f'risk at {c:.0%} coverage', f'The error rate among the {c:.0%} most confident events (equal '
+                       'confidences taken in random order).') for c in COVERAGES},
+}
 
 # %% ../nbs/60_report.ipynb #f776daa4
 @dataclass
@@ -345,33 +349,37 @@ class Report:
         "The content of metrics.json (and of `calibkit report --json`): strict JSON values (no NaN: null)."
         return json.loads(self.to_json())
     def to_json(self) -> str:
-        "metrics.json's text, strict JSON; the tables one record per line, by pandas' writer (fast for a million groups)."
+        """metrics.json's text, strict JSON; the tables one record per line, by pandas' writer (fast for a million
+        groups)."""
         conf = {} if self.conformal is None else dict(conformal=self.conformal)
         head = json.dumps(_strict(dict(summary=self.summary, stages=self.stages, meta=self.meta,
                                        warnings=list(self.warnings), **conf)),
                           indent=1, default=str, allow_nan=False)
-        return head[:-2] + ''.join(f',\n "{k}": {_records(df)}' for k, df in (('metrics', self.metrics), ('groups', self.groups))) + '\n}\n'
-    def to_html(self) -> str: return report_html(self)
-
+        tables = ''.join(f',\n "{k}": {_records(df)}' for k, df in (('metrics', self.metrics), ('groups', self.groups)))
+        return head[:-2] + tables + '\n}\n'
+    def to_html(self) -> str:
+        "Deprecated: `calibkit.render.report_html(report)`."
+        return _render('report_html', instead='Report.to_html()')(self)
     def save(self, out, *, force: bool = False, inputs=()) -> list[Path]:
-        "Write the report folder `out` through `calibkit.outdir.claim` (with `force`, replace an untouched report)."
-        with claim(out, REPORT_FILES, force=force, inputs=inputs) as folder: out = folder.commit(self.write_files)
-        return sorted(p for p in out.iterdir() if p.name != MARKER)
-
+        "Deprecated: `calibkit.render.save_report(report, out, force=..., inputs=...)`."
+        return _render('save_report', instead='Report.save(...)')(self, out, force=force, inputs=inputs)
     def write_files(self, folder: Path):
-        "Write report.html, metrics.json, bins.csv (+ groups.csv) and every chart (.svg, .vl.json) into `folder`."
-        from calibkit.charts import save_chart
-        (folder/'report.html').write_text(self.to_html(), encoding='utf-8')
-        (folder/'metrics.json').write_text(self.to_json(), encoding='utf-8')
-        self.bins.to_csv(folder/'bins.csv', index=False, float_format='%.6g')
-        if self.groups is not None: self.groups.to_csv(folder/'groups.csv', index=False, float_format='%.6g')
-        for k, ch in self.charts.items(): save_chart(ch, folder/k)
+        "`calibkit.render.write_report_files(report, folder)`, kept for callers not yet moved to `calibkit.render`."
+        return _render('write_report_files')(self, folder)
+
+def _render(name: str, instead: str | None = None):
+    "`calibkit.render`'s `name`; a DeprecationWarning naming it when it is reached through the old method `instead`."
+    if instead: warnings.warn(f'{instead} is deprecated: use calibkit.render.{name}', DeprecationWarning, stacklevel=3)
+    # deliberately lazy and dynamic: render sits above report (it imports this module), so the Report methods kept
+    # for old callers reach it at call time, without an upward import (pyproject.toml's layers, tests/test_layers.py)
+    return getattr(importlib.import_module('calibkit.render'), name)
 
 def _records(df) -> str:
     "A table as a JSON array of records, one per line (NaN and ±inf as null), or null."
     if df is None: return 'null'
     if df.empty: return '[]'
-    return '[\n  ' + df.to_json(orient='records', lines=True, double_precision=15).rstrip('\n').replace('\n', ',\n  ') + '\n ]'
+    lines = df.to_json(orient='records', lines=True, double_precision=15).rstrip('\n')
+    return '[\n  ' + lines.replace('\n', ',\n  ') + '\n ]'
 
 def _strict(x):
     "`x` with every non-finite float (NaN, ±inf) replaced by None, recursively: strict JSON."
@@ -394,8 +402,10 @@ def stage_name(stage: str,  # 'before' or 'after'
                fit_name=None,  # what the fit events are called (default: 'the fit events')
                n_fit=None,  # number of fit events
                ) -> str:
-    "What a stage is, in words: '[before recalibration: ]as given (5,000 events)', 'after isotonic, fitted on dev.csv (5,000 events)'."
-    if stage == 'before': return ('before recalibration: ' if recalibrator is not None else '') + f'as given ({n_events:,} events)'
+    """What a stage is, in words: '[before recalibration: ]as given (5,000 events)', 'after isotonic, fitted on dev.csv
+    (5,000 events)'."""
+    if stage == 'before':
+        return ('before recalibration: ' if recalibrator is not None else '') + f'as given ({n_events:,} events)'
     per = f' (one per {grouper} group, {n_groups} groups)' if grouper is not None else ''
     return f'after {recalibrator}{per}, fitted on {fit_name or "the fit events"} ({n_fit:,} events)'
 
@@ -410,8 +420,6 @@ def conformal_summary(alpha: float,  # miscoverage level in (0, 1): the sets' ta
                       seed=None,  # seed of the randomised draws (default: the settings' seed)
                       ) -> dict:  # alpha, method, randomized, sets, n, coverage, mean_size, empty, n_calibration, ...
     "Coverage and mean size of conformal sets calibrated on `calibration`, judged on `test`, overall and per group."
-    from calibkit.conformal import ConformalSets, set_summary
-    from calibkit.events import check_probs
     for name, pair in (('calibration', calibration), ('test', test)):
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise TypeError(f'{name} must be a pair (scores, gold), got {type(pair).__name__}')
@@ -444,7 +452,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                        counts=None,  # training label counts the grouper is fitted on (default: fit's or events' labels)
                        grouper=None,  # a grouper name (shared, tfg, per_class, ...) or instance
                        n_groups=None,  # groups, for a grouper that takes it
-                       recalibrator=None,  # a recalibrator name (isotonic, histogram, ...) or instance; None/'none': none
+                       # a recalibrator name (isotonic, histogram, ...) or instance; None or 'none': none
+                       recalibrator=None,
                        params=None,  # the named recalibrator's parameters
                        n_bins=None,  # bins (default: the settings' n_bins)
                        bin_size=None,  # or events per equal-mass bin
@@ -472,11 +481,12 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
     said = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
-        g = make_grouper(grouper, n_groups)
+        g = _grouper(grouper, n_groups)
         if g is not None:
             if 'label' not in events.columns:
                 raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
-            g.fit(counts if counts is not None else fit['label'] if fit is not None and 'label' in fit.columns else events['label'])
+            g.fit(counts if counts is not None else fit['label'] if fit is not None and 'label' in fit.columns
+                  else events['label'])
             members = g.table().set_index('group').members if hasattr(g, 'table') else None
         if conformal is not None and not isinstance(conformal, dict):
             raise TypeError(f'conformal must be a dict of conformal_summary arguments, got {type(conformal).__name__}')
@@ -485,7 +495,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             said.append('the fit events are the evaluated events: the result is not held-out')
         stages = {'before': (events, c0, y0)}           # validated once: the arrays are reused
         if recalibrator not in (None, 'none'):
-            after = recalibrated(events, fit, g, make_recalibrator(recalibrator, params))
+            after = recalibrated(events, fit, g, make('recalibrator', recalibrator, params))
             stages['after'] = (after, *as_pairs(after))
         metrics, bins, groups, curves, info = [], [], [], [], {}
         gn = dict(grouper=_plugin_name(grouper), n_groups=getattr(g, 'n_groups_', None))
@@ -499,9 +509,12 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             bins.append(bt.reset_index().assign(stage=stage, group='all'))
             rk = ranking(se)                             # the selective metrics and the curve
             curves.append(risk_coverage(rk, max_points=MAX_CURVE_POINTS).assign(stage=stage))
-            info[stage] = dict(name=stage_name(stage, len(c), recalibrator=None if len(stages) == 1 else _plugin_name(recalibrator), fit_name=fit_name,
-                                               n_fit=None if fit is None else len(fit), **(gn if g is not None else {})),
-                               n_bins=int(np.count_nonzero(st.n)), bins_note=bins_note(st, n_bins=n_bins, bin_size=bin_size, binning=binning),
+            rname = None if len(stages) == 1 else _plugin_name(recalibrator)
+            n_fit = None if fit is None else len(fit)
+            info[stage] = dict(name=stage_name(stage, len(c), recalibrator=rname, fit_name=fit_name, n_fit=n_fit,
+                                               **(gn if g is not None else {})),
+                               n_bins=int(np.count_nonzero(st.n)),
+                               bins_note=bins_note(st, n_bins=n_bins, bin_size=bin_size, binning=binning),
                                verdict=stage_verdict(bt, rows, level), bands=bands,
                                significance=stage_significance(se, None, level=level),
                                selective=selective_summary(rk).to_dict())
@@ -608,7 +621,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
               sample_size=sample_size, sketch=sketch)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
-        g = make_grouper(grouper, n_groups)
+        g = _grouper(grouper, n_groups)
         labels = None
         if g is not None:
             if 'label' not in events.columns:
@@ -620,7 +633,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
         stages = {'before': events}
         rname = _plugin_name(recalibrator)
         if recalibrator not in (None, 'none'):
-            rec = make_recalibrator(recalibrator, params)
+            rec = make('recalibrator', recalibrator, params)
             if not isinstance(rec, HistogramBinning) or g is not None:
                 said.append(f'recalibration not computed out of core: {rname}' + (' per group' if g is not None else '')
                             + ' needs the fit events in memory; only histogram binning without a grouper is fitted '
@@ -690,7 +703,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                   curves=pd.concat(curves)[['stage', *curves[0].columns[:-1]]].reset_index(drop=True))
 
 # %% ../nbs/60_report.ipynb #baf6b35e
-MAX_PANELS = 12   # group panels charted per stage: the most frequent groups (ids 1, 2, ...); every group is in the tables
+MAX_PANELS = 12   # group panels charted per stage: the most frequent groups (ids 1, 2, ...); all are in the tables
 
 def _short(text: str, width: int = 28) -> str: return text if len(text) <= width else text[:width - 1] + '…'
 
@@ -698,7 +711,7 @@ def report_charts(r: Report,  # a calibration report
                   ) -> dict:
     """Reliability chart of each stage (with consistency bands), a grid of the `MAX_PANELS` most frequent groups, and
     the risk–coverage chart of each stage, from the report's tables."""
-    from calibkit.charts import reliability, reliability_grid, risk_coverage_chart
+    from calibkit.charts import reliability, reliability_grid, risk_coverage_chart   # deliberately lazy: Altair
     charts, t = {}, r.bins
     names = {} if r.groups is None else dict(zip(r.groups.group.astype(str), r.groups.members.fillna('').astype(str)))
     for stage in pd.unique(t.stage):
@@ -712,137 +725,19 @@ def report_charts(r: Report,  # a calibration report
         if not keys: continue
         shown = keys[:MAX_PANELS]
         part = s[s.group.isin(shown)]
-        panels = {_short(f'{k}: {names.get(k, "")}' if names.get(k) else f'group {k}'): part[part.group == k] for k in shown}
-        head = f'Per group ({stage})' + (f': the {len(shown)} most frequent of {len(keys):,} groups' if len(keys) > len(shown) else '')
+        panels = {_short(f'{k}: {names.get(k, "")}' if names.get(k) else f'group {k}'): part[part.group == k]
+                  for k in shown}
+        head = f'Per group ({stage})' + (f': the {len(shown)} most frequent of {len(keys):,} groups'
+                                         if len(keys) > len(shown) else '')
         charts[f'groups_{stage}'] = reliability_grid(panels, title=head)
     return charts
 
-# %% ../nbs/60_report.ipynb #ee66eef0
-_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
-th{background:#f3f3f3}code,pre{background:#f6f6f6;padding:.1em .3em}figure{display:inline-block;margin:.5em}
-.note{color:#555;font-size:.9em}.verdict{font-size:1.05em}td.def{text-align:left;color:#444;max-width:40em}"""
-MAX_HTML_GROUPS = 50   # group rows the page shows per stage (the most frequent); groups.csv and metrics.json hold all
-
-def _table(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, float_format=lambda v: f'{v:.4g}', na_rep='', border=0)
-
-def _defined(table: str) -> str:
-    "An HTML table whose second column (a definition) is set left-aligned."
-    return re.sub(r'(<tr>\s*<td>[^<]*</td>\s*)<td>', r'\1<td class="def">', table)
-
-def selective_wide(r: Report,  # a calibration report
-                   ) -> pd.DataFrame:
-    "One row per selective-prediction metric (`SELECTIVE`), its definition, one column per stage (by its name)."
-    fmt = lambda v: '' if v is None or np.isnan(v) else f'{v:.4g}'
-    return pd.DataFrame({'metric': [name for name, _ in SELECTIVE.values()],
-                         'definition': [d for _, d in SELECTIVE.values()],
-                         **{i['name']: [fmt(i['selective'][k]) for k in SELECTIVE] for i in r.stages.values()}})
-
-def bands_note(r: Report,  # a calibration report
-               ) -> str:
-    "What the grey boxes of the report's reliability diagrams are, and how each stage's were computed."
-    how = dict(resampled=f'resampled from the confidences, {r.meta["n_samples"]:,} samples',
-               binomial=f'binomial quantiles at each bin\'s mean confidence: resampling every event '
-                        f'{r.meta["n_samples"]:,} times exceeds the report\'s budget of {CI_BUDGET:,} draws',
-               out_of_core='binomial quantiles at each bin\'s mean confidence: the events are out of core, and '
-                           'resampling needs them in memory')
-    said = '; '.join(f'{s}: {how[i["bands"]]}' for s, i in r.stages.items())
-    return (f'Grey boxes: consistency bands ({r.meta["level"]:.0%}), the accuracy a calibrated model with the same '
-            f'confidences would show in each bin ({said}). A point outside its box is one a calibrated model would '
-            'rarely produce.')
-
-def metrics_wide(m: pd.DataFrame,  # a report's metrics table
-                 ) -> pd.DataFrame:
-    "One row per metric, one column per stage: 'estimate [lo, hi]'."
-    fmt = lambda r: f'{r.estimate:.4g}' + ('' if np.isnan(r.lo) else f' [{r.lo:.4g}, {r.hi:.4g}]')
-    cell = m.assign(value=m.apply(fmt, axis=1))
-    return cell.pivot(index='metric', columns='stage', values='value').reindex(pd.unique(m.metric))[
-        list(pd.unique(m.stage))].reset_index().rename_axis(columns=None)
-
-# %% ../nbs/60_report.ipynb #ed17af44
-def conformal_html(c: dict,  # a `conformal_summary`
-                   ) -> str:
-    "The HTML of a report's conformal section: how the sets were made, then coverage and mean set size by group."
-    e = html.escape
-    score = ('LAC (1 − the label\'s probability; Sadinle, Lei &amp; Wasserman 2019)' if c['method'] == 'lac' else
-             ('randomised ' if c['randomized'] else 'deterministic ')
-             + 'APS (the probability mass ranked at or above the label; Romano, Sesia &amp; Candès 2020)')
-    how = ('one quantile per group of the gold label (Mondrian): coverage ≥ 1 − α holds in every group'
-           if c['sets'] == 'mondrian' else
-           'one quantile for all rows (marginal): coverage ≥ 1 − α holds on average over all rows, not per group')
-    row = lambda g, r: {'group': g, 'evaluated rows': r['n'], 'coverage': r['coverage'],
-                        'mean set size': r['mean_size'], 'quantile': r['quantile'],
-                        'calibration rows': r['n_calibration']}
-    rows = [row(str(g['group']), g) for g in c['groups'] or []] + [row('overall', c)]
-    t = pd.DataFrame(rows).astype({'quantile': float})
-    return (f'<h2>Conformal prediction sets</h2><p class="note">Split conformal sets at α = {c["alpha"]:g} (target '
-            f'coverage {1 - c["alpha"]:.4g}) with the {score} score, calibrated on {c["n_calibration"]:,} held-out '
-            'rows, '
-            f'{e(how)}. Coverage: the share of evaluated rows whose set holds the gold label; {c["empty"]:.2%} of the '
-            'sets are empty. A quantile of infinity (blank) means too few calibration rows: every label is in the '
-            'set.</p>'
-            + _table(t))
-
-# %% ../nbs/60_report.ipynb #42849170
-def report_html(r: Report,  # a calibration report
-                ) -> str:
-    "The self-contained HTML page of a report: summary (the verdict), data, metrics defined, warnings, reliability, groups, bins, provenance."
-    from calibkit.charts import font_css, to_svg    # Altair is loaded only when a page is rendered
-    e = html.escape
-    show = lambda v: f'{v:,}' if isinstance(v, (int, np.integer)) else (f'{v:.4g}' if isinstance(v, float) else str(v))
-    data = pd.DataFrame([{'quantity': k, 'value': show(v)} for k, v in r.summary.items() if k != 'change'])
-    head = {s: i['name'] for s, i in r.stages.items()}
-    parts = [f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(r.meta["title"])}</title>',
-             f'<style>{font_css()}\n{_CSS}</style></head><body><h1>{e(r.meta["title"])}</h1>', '<h2>Summary</h2>']
-    for s, i in r.stages.items():
-        parts += [f'<h3>{e(head[s].capitalize())}</h3>',
-                  *(f'<p class="verdict">{e(t)}</p>'
-                    for t in [*verdict_text(i['verdict']), significance_text(i['significance'])])]
-    if 'change' in r.summary: parts.append(f'<p class="verdict"><b>Recalibration: {e(r.summary["change"]["text"])}.</b></p>')
-    binning = r.meta['binning'].replace('_', '-')
-    used = '; '.join(f'{s}: {i["n_bins"]} used' + (f' ({i["bins_note"]})' if i['bins_note'] else '') for s, i in r.stages.items())
-    wide = metrics_wide(r.metrics).rename(columns=head)
-    wide.insert(1, 'definition', [METRICS[k][1] for k in pd.unique(r.metrics.key)])
-    table = _table(wide)
-    table = _defined(table)
-    parts += ['<h2>Data</h2>', _table(data),
-              f'<h2>Metrics</h2><p class="note">{e(binning)} bins ({e(used)}). Intervals: per-bin Normal resampling of bin '
-              f'accuracies ({r.meta["level"]:.0%}, {r.meta["n_samples"]:,} samples). The noise floor is what sampling noise '
-              'alone adds to CalibMSE with these bins, so a CalibMSE close to it says nothing about the model; only the part '
-              'above it (the debiased CalibMSE) is miscalibration, and it is distinguishable from noise when its interval '
-              'lies above 0.</p>', table]
-    if r.warnings: parts += ['<h2>Warnings</h2><ul>', *(f'<li>{e(w)}</li>' for w in r.warnings), '</ul>']
-    figures = lambda kind: [f'<figure>{to_svg(ch)}<figcaption class="note">{e(head[k.rsplit("_", 1)[1]])}'
-                            '</figcaption></figure>' for k, ch in r.charts.items() if k.startswith(kind)]
-    parts += ['<h2>Reliability</h2>', f'<p class="note">{e(bands_note(r))}</p>', *figures('reliability')]
-    if r.curves is not None:
-        parts += ['<h2>Selective prediction</h2><p class="note">How useful the confidence is for abstaining: accept '
-                  'the most confident events, hand the rest on. Equal confidences are accepted or rejected together '
-                  '(counted in random order); the curves are drawn at most at '
-                  f'{MAX_CURVE_POINTS} points, spread evenly in coverage.</p>', _defined(_table(selective_wide(r))),
-                  *figures('risk_coverage')]
-    if r.conformal is not None: parts.append(conformal_html(r.conformal))
-    if r.groups is not None:
-        gt = r.groups
-        shown = gt[gt.groupby('stage', sort=False).cumcount() < MAX_HTML_GROUPS]
-        more = len(gt) - len(shown)
-        parts += [f'<h2>Per group (GMCE)</h2><p class="note">GMCE: the l2 calibration error (√CalibMSE) of each group\'s events '
-                  f'in its own {e(binning if binning != "adaptive" else "equal-mass")} bins (Kranzlein, Liu &amp; Schneider 2021, §4); '
-                  f'groups by {e(str(r.meta["grouper"]))}, 1 = the most frequent; members: the group\'s tag, or its number of '
-                  'tags, training frequency band and most frequent tags.'
-                  + (f' The {MAX_HTML_GROUPS} most frequent groups of each stage are shown; {more:,} more rows are in '
-                     'groups.csv and metrics.json.' if more else '') + '</p>', _table(shown),
-                  *figures('groups')]
-    parts += ['<h2>Bins</h2><p class="note">All events of each stage; the groups\' bins are in bins.csv.</p>',
-              _table(r.bins[r.bins.group == 'all']), '<h2>Provenance</h2><pre>',
-              e(json.dumps(_strict(r.meta), indent=1, default=str)), '</pre></body></html>']
-    return '\n'.join(parts)
-
-# %% ../nbs/60_report.ipynb #93f58721
-REPORT_FILES = frozenset({'report.html', 'metrics.json', 'bins.csv', 'groups.csv'} |
-                         {f'{chart}_{stage}{ext}' for chart in ('reliability', 'groups', 'risk_coverage')
-                          for stage in ('before', 'after') for ext in ('.svg', '.vl.json')})
+# %% ../nbs/60_report.ipynb #c91dcd2f
+def __getattr__(name: str):
+    """`REPORT_FILES` now lives in `calibkit.render`; it is reached here too, for callers not yet moved to render
+    (the command line's output folder, until it imports render)."""
+    if name == 'REPORT_FILES': return _render(name)
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 # %% ../nbs/60_report.ipynb #9aa1e9e1
 from .config import public_dir

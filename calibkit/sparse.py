@@ -12,7 +12,7 @@ from .config import default
 from .events import as_pairs, events_from_scores, check_float, check_int
 from .metrics import ece_interval
 from .groupers import tag_counts
-from .plugins import grouper as make_grouper, recalibrator as make_recalibrator
+from .plugins import grouper as make_grouper, make
 from .recalibrators import Grouped, group_slices
 
 # %% auto #0
@@ -64,25 +64,26 @@ def _scope_errors(c, y, gid, n_groups, n_bins, level, n_samples, seed) -> pd.Dat
     return pd.DataFrame(rows, columns=['group', 'n_events', 'n_bins', 'value', 'lo', 'hi'])
 
 # %% ../nbs/42_sparse_study.ipynb #9dfcd96d
-RECALIBRATORS = ('histogram', 'isotonic', 'scaling_binning_kls')   # Table 1 of the paper; its own scaling-binning variant
+# Table 1 of the paper, with its own scaling-binning variant
+RECALIBRATORS = ('histogram', 'isotonic', 'scaling_binning_kls')
 
 def _recalibrator(t, n_bins: int, seed: int):
-    "A fresh recalibrator for `t` (a registered name or an instance) and its display name."
-    if isinstance(t, str):
-        r = make_recalibrator(t)
+    "A fresh recalibrator for `t` (a registered name or an instance: `calibkit.plugins.make`) and its display name."
+    r = make('recalibrator', t, arg='recalibrators')
+    if r is not t:
         r.set_params(**{k: v for k, v in dict(n_bins=n_bins, seed=seed).items() if k in r.get_params()})
         return r, t
-    if not callable(getattr(t, 'fit', None)) or not callable(getattr(t, 'transform', None)):
-        raise TypeError(f'recalibrators must hold recalibrator names or instances (with fit and transform), got {type(t).__name__}')
     return t, getattr(t, 'name', '') or type(t).__name__          # Grouped fits copies: the instance stays unfitted
 
 def _grouper(grouper, counts, n_groups, rule):
-    "The fitted evaluation grouper (a registered name, default 'tfg', built with `n_groups`/`rule` when given; or an instance) and its row label (`abbrev`)."
+    """The fitted evaluation grouper (a registered name, default 'tfg', built with `n_groups`/`rule` when given; or an
+    instance: `calibkit.plugins.make`) and its row label (`abbrev`)."""
     params = {k: v for k, v in dict(n_groups=n_groups, rule=rule).items() if v is not None}
-    if isinstance(grouper, str) or grouper is None: g = make_grouper(grouper or 'tfg', **params)
-    elif params: raise ValueError('n_groups and rule are parameters of the grouper: set them on the grouper instance passed as grouper instead')
-    elif callable(getattr(grouper, 'assign', None)) and callable(getattr(grouper, 'fit', None)): g = copy.deepcopy(grouper)
-    else: raise TypeError(f"grouper must be a grouper name or instance, got {type(grouper).__name__}")
+    if params and grouper is not None and not isinstance(grouper, str):
+        raise ValueError('n_groups and rule are parameters of the grouper: set them on the grouper instance passed as '
+                         'grouper instead')
+    g = make('grouper', 'tfg' if grouper is None else grouper, params)
+    if g is grouper: g = copy.deepcopy(g)                           # fitted here: the caller's instance stays as it was
     g.fit(counts)
     return g, getattr(g, 'abbrev', '') or g.name
 

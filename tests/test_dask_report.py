@@ -12,7 +12,8 @@ import dask.dataframe as dd
 from calibkit import cli
 from calibkit.inputs import InputError, NoInputError, event_files, read_event_files
 from calibkit.outdir import MARKER
-from calibkit.report import REPORT_FILES, bands_note, calibration_report, dask_report
+from calibkit.render import REPORT_FILES, bands_note
+from calibkit.report import calibration_report, dask_report
 
 N, SHARDS = 100_000, 5
 

@@ -239,13 +239,14 @@ def test_report_chart_text_is_whole_and_readable(site, chrome, tmp_path):
     "A report with a recalibrator and per-class groups (so grids of diagrams), its body as wide as the site's column."
     import numpy as np
     import calibkit as ck
+    from calibkit.render import report_html
     conf, correct = ck.synthetic(4000, k=0.1, seed=1)
     ev = ck.make_events(conf, correct).assign(label=np.array(['NN', 'VB', 'JJ', 'RB'])[np.arange(4000) % 4])
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')          # the per-class fit's notes: not what this test is about
         report = ck.calibration_report(ev.iloc[2000:], fit=ev.iloc[:2000], grouper='per_class', recalibrator='isotonic')
     page = tmp_path/'report.html'
-    page.write_text(report.to_html(), encoding='utf-8')
+    page.write_text(report_html(report), encoding='utf-8')
     chrome.get((site/'40_charts.html').as_uri())
     browser.loaded(chrome)
     width = chrome.execute_script("return document.querySelector('.ck-chart').getBoundingClientRect().width")

@@ -109,6 +109,27 @@ def test_bad_parameters_name_the_plugin_and_the_accepted_ones():
         calibkit.grouper('tfg', n_groups=0).fit({'N': 3, 'V': 2})
 
 
+def test_make_is_the_one_door_from_a_name_or_an_instance():
+    "`plugins.make`: a name is built by the registry (its errors), an instance is used as it is (params refused)."
+    h = P.make('recalibrator', 'histogram', {'n_bins': 7})
+    assert type(h).__name__ == 'HistogramBinning' and h.n_bins == 7
+    assert P.make('recalibrator', h) is h and P.make('grouper', 'tfg', None).n_groups is None
+    ident = Identity()
+    assert P.make('recalibrator', ident) is ident                          # any object with fit and transform
+    with pytest.raises(ValueError, match='params apply to a recalibrator given by name; set them on the instance'):
+        P.make('recalibrator', ident, {'scale': 2.0})
+    with pytest.raises(TypeError, match=r'groupers must be a grouper name or instance \(with fit and assign\), got int'):
+        P.make('grouper', 3, arg='groupers')
+    with pytest.raises(TypeError, match=r'recalibrator must be a recalibrator name or instance .* got NoneType'):
+        P.make('recalibrator', None)
+    with pytest.raises(ValueError, match=r"unknown grouper 'tgf'; known groupers: by_subtag, per_class, shared, tfg"):
+        P.make('grouper', 'tgf')
+    with pytest.raises(TypeError, match="accepted parameters: n_bins=None, scaler=None, split=0.5, seed=None"):
+        P.make('recalibrator', 'scaling_binning', {'bins': 5})
+    with pytest.raises(TypeError, match='params must be a dict, got list'): P.make('grouper', 'tfg', [('n_groups', 2)])
+    with pytest.raises(ValueError, match="kind must be one of"): P.make('groupers', 'tfg')
+
+
 def test_duplicate_names_are_refused_naming_both_sources():
     class Plugin:
         @hookimpl

@@ -8,7 +8,9 @@ import pytest
 from scipy.stats import binom
 from calibkit.binning import bin_stats
 from calibkit.charts import MAX_CURVE_POINTS, reliability, risk_coverage_chart
-from calibkit.report import SELECTIVE, SIGNIFICANCE, calibration_report, make_recalibrator
+from calibkit.plugins import make
+from calibkit.render import report_html
+from calibkit.report import SELECTIVE, SIGNIFICANCE, calibration_report
 from calibkit.selective import selective_summary
 from calibkit.significance import binomial_bands, consistency_bands, ecce_r_test, spiegelhalter_test
 
@@ -28,7 +30,7 @@ def recal():
 
 def test_report_keys_equal_the_library_on_the_same_events(recal):
     fit, test, r = recal
-    after = make_recalibrator('isotonic').fit(fit).transform(test)        # the after stage, recomputed apart
+    after = make('recalibrator', 'isotonic').fit(fit).transform(test)        # the after stage, recomputed apart
     m = json.loads(r.to_json())
     for stage, ev in (('before', test), ('after', after)):
         s = m['stages'][stage]
@@ -56,7 +58,7 @@ def test_report_bands_are_consistency_bands_then_binomial_beyond_the_budget(reca
     st = bin_stats(test.conf.to_numpy(), test.correct.to_numpy(), n_bins=10)
     want = binom.ppf([[0.025], [0.975]], st.n, st.conf) / st.n               # the quantiles, computed here directly
     assert np.array_equal(big.bins[['band_lo', 'band_hi']].to_numpy().T, want)
-    assert 'binomial quantiles' in big.to_html()
+    assert 'binomial quantiles' in report_html(big)
 
 
 def test_report_charts_carry_bands_and_a_bounded_curve(recal):

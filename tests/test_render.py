@@ -1,0 +1,75 @@
+"""calibkit.render: the HTML page and the report folder, apart from the analysis. The deprecated Report methods give
+the same bytes; the report module names no file of the folder and imports neither render nor outdir."""
+import ast, warnings
+from pathlib import Path
+import numpy as np, pandas as pd, pytest
+import calibkit as ck
+from calibkit.outdir import MARKER
+from calibkit.render import REPORT_FILES, report_html, save_report, write_report_files
+from calibkit.report import Report, calibration_report
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope='module')
+def rep():
+    rng = np.random.default_rng(3)
+    q = rng.beta(2, 2, 3000)
+    ev = pd.DataFrame(dict(conf=q, correct=(rng.random(3000) < q ** 1.3).astype(int),
+                           label=rng.choice(['N', 'V', 'A'], 3000, p=[.6, .3, .1])))
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        return calibration_report(ev[1500:], fit=ev[:1500], grouper='tfg', n_groups=2, recalibrator='isotonic',
+                                  n_samples=30)
+
+
+def folder_bytes(d: Path) -> dict:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+
+
+def test_save_report_writes_the_folder_and_the_deprecated_save_the_same_bytes(rep, tmp_path):
+    files = save_report(rep, tmp_path/'new')
+    assert {p.name for p in files} == REPORT_FILES                        # grouped and recalibrated: every file
+    assert (tmp_path/'new'/MARKER).exists() and MARKER not in [p.name for p in files]
+    with pytest.warns(DeprecationWarning, match=r'Report.save\(...\) is deprecated: use calibkit.render.save_report'):
+        old = rep.save(tmp_path/'old')
+    assert [p.name for p in old] == [p.name for p in files]
+    assert folder_bytes(tmp_path/'old') == folder_bytes(tmp_path/'new')
+    assert (tmp_path/'new'/'report.html').read_text(encoding='utf-8') == report_html(rep)
+    assert ck.save_report is save_report
+
+
+def test_to_html_is_a_deprecated_report_html(rep):
+    with pytest.warns(DeprecationWarning, match=r'Report.to_html\(\) is deprecated: use calibkit.render.report_html'):
+        page = rep.to_html()
+    assert page == report_html(rep) and page.startswith('<!doctype html>') and page.count('<svg') >= 6
+
+
+def test_write_report_files_and_the_kept_report_names_for_old_callers(rep, tmp_path):
+    (tmp_path/'a').mkdir(); (tmp_path/'b').mkdir()
+    write_report_files(rep, tmp_path/'a')
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')                  # no warning: the command line still calls them
+        rep.write_files(tmp_path/'b')
+        from calibkit.report import REPORT_FILES as old_names
+    assert old_names is REPORT_FILES
+    assert folder_bytes(tmp_path/'a') == folder_bytes(tmp_path/'b')
+    assert {p.name for p in (tmp_path/'a').iterdir()} == REPORT_FILES        # grouped and recalibrated: every file
+
+
+def test_render_refuses_what_is_not_a_report(rep, tmp_path):
+    for f in (report_html, lambda r: save_report(r, tmp_path/'x'), lambda r: write_report_files(r, tmp_path)):
+        with pytest.raises(TypeError, match=r'r must be a calibration report \(calibkit.report.Report\), got dict'):
+            f(rep.to_dict())
+    assert not (tmp_path/'x').exists()
+
+
+def test_report_names_no_file_and_imports_neither_render_nor_outdir():
+    src = (ROOT/'calibkit'/'report.py').read_text(encoding='utf-8')
+    tree = ast.parse(src)
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | \
+               {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m and ('render' in m or 'outdir' in m)}, imported
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert not [s for s in strings if s in REPORT_FILES or s.endswith(('.csv', '.html', '.svg'))]
+    assert not [s for s in strings if s.startswith('--')]
