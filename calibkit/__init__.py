@@ -40,8 +40,8 @@ _LAZY = {name: (module, name) for module, names in _CORE.items() for name in nam
     'TemperatureScaling': ('multiclass', 'TemperatureScaling'), 'VectorScaling': ('multiclass', 'VectorScaling'),
 }
 _SUBMODULES = {'config', 'events', 'binning', 'metrics', 'plugins', 'charts', 'studies', 'report', 'render',
-               'recalibrators', 'groupers', 'extractors', 'models', 'datasets', 'sparse', 'inputs', 'cli', 'demos', 'dask',
-               'diagnostics', 'multiclass', 'significance', 'selective', 'conformal', 'stream', 'torchmetric'}
+               'recalibrators', 'groupers', 'extractors', 'models', 'datasets', 'sparse', 'inputs', 'cli', 'demos',
+               'dask', 'diagnostics', 'multiclass', 'significance', 'selective', 'conformal', 'stream', 'torchmetric'}
 
 
 def __getattr__(name):
