@@ -60,7 +60,8 @@ def conformal_quantile(
     s,  # calibration nonconformity scores (1-dimensional, finite; may be empty)
     alpha: float,  # miscoverage level in (0, 1)
 ) -> float:
-    "The ⌈(n+1)(1−α)⌉-th smallest of the n scores `s`; +inf when that rank exceeds n (every label is in the set)."
+    """The ⌈(n+1)(1−α)⌉-th smallest of the n scores `s`; +inf when that rank exceeds n (every label is in the
+    set)."""
     alpha = check_float('alpha', alpha, 0, 1, lo_open=True, hi_open=True)
     s = np.asarray(s, dtype=np.float64) if np.size(s) == 0 else numeric_array(s, 's').astype(np.float64, copy=False)
     if s.ndim != 1: raise ValueError(f's must be 1-dimensional, got shape {s.shape}')
@@ -75,7 +76,8 @@ class ConformalSets:
     """Split conformal prediction sets over score matrices, marginal or Mondrian by label group: `fit` on calibration
     scores and gold labels, `predict` a boolean n×K set matrix."""
     def __init__(self,
-                 alpha: float = 0.1,  # miscoverage level in (0, 1): sets hold the gold label with probability ≥ 1 − α
+                 # miscoverage level in (0, 1): sets hold the gold label with probability ≥ 1 − α
+                 alpha: float = 0.1,
                  method: str = 'lac',  # the nonconformity score: 'lac' or 'aps' (see `conformal_scores`)
                  groups=None,  # None: marginal; label -> group (dict, Series) or a group per column: Mondrian
                  labels=None,  # the K label names in column order (default: 0..K-1)

@@ -80,7 +80,8 @@ def expected_errors(
     return r.E[j] - r.e[j] + (i - r.K[j] + r.m[j]) * (r.e[j] / r.m[j])
 
 def _risk_at(r: Ranking, cov: np.ndarray) -> np.ndarray:
-    "Ē(k)/k for the k = ⌈cov·n⌉ most confident events (cov·n rounded first: 0.9 · 10 is 9, not 9.000000000000002)."
+    """Ē(k)/k for the k = ⌈cov·n⌉ most confident events (cov·n rounded first: 0.9 · 10 is 9, not
+    9.000000000000002)."""
     k = np.maximum(1, np.ceil(np.round(cov * r.n, 9)))
     return expected_errors(r, k) / k
 
@@ -163,7 +164,8 @@ def prr(
     conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> float:
-    "Prediction–rejection ratio (Malinin & Gales 2021): AUGRC's place between a random (0) and the oracle (1) ranking."
+    """Prediction–rejection ratio (Malinin & Gales 2021): AUGRC's place between a random (0) and the oracle (1)
+    ranking."""
     r = ranking(conf, correct)
     _auroc(r)                                    # the same undefined cases, with the same error
     rand, best = r.errors * (r.n + 1) / (2 * r.n ** 2), r.errors * (r.errors + 1) / (2 * r.n ** 2)

@@ -56,7 +56,8 @@ def cumulative_differences(
     conf,           # confidences in [0, 1], an events frame (`conf`, `correct`) or a `SortedEvents`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> pd.DataFrame:
-    "Tygert's cumulative differences C_k = (1/n)Σ_{i≤k}(y − p), a row per distinct confidence; σ in `attrs['scale']`."
+    """Tygert's cumulative differences C_k = (1/n)Σ_{i≤k}(y − p), a row per distinct confidence; σ in
+    `attrs['scale']`."""
     v, share, path, sigma = _cumulative(sorted_events(conf, correct))
     df = pd.DataFrame({'conf': v, 'share': share, 'cum_diff': path[1:]})
     df.attrs['scale'] = sigma
@@ -79,7 +80,8 @@ def brownian_max_abs_sf(
 def brownian_range_sf(
     x: float,   # a threshold, in units of the path's scale σ
 ) -> float:
-    "P(max B − min B > x) over t ≤ 1, B a standard Brownian motion (Feller 1951): the asymptotic p-value of ECCE-R/σ."
+    """P(max B − min B > x) over t ≤ 1, B a standard Brownian motion (Feller 1951): the asymptotic p-value of
+    ECCE-R/σ."""
     x = check_float('x', x)
     if x <= 0: return 1.0
     if x >= 1.5:
