@@ -14,38 +14,37 @@ from .binning import (BinStats, MAX_FIXED_BINS, bin_spec, bin_starts, fixed_widt
                       sort_pairs)
 
 # %% auto #0
-__all__ = ['DEPTH', 'EMPTY', 'MAX_POOL', 'SKETCH', 'STEP', 'torch_pairs', 'bit_length', 'Digest', 'levels', 'compress',
-           'chunk_digest', 'chunk_digest_torch', 'Cuts', 'choose_cuts', 'digest_stats', 'Bounded', 'misplaced',
-           'bounds', 'StreamResult', 'CalibrationStream', 'fixed_sums_torch']
+__all__ = ['SKETCH', 'Bounded', 'StreamResult', 'CalibrationStream']
 
 # %% ../nbs/08_stream.ipynb #8a3036dc
 def _is_torch(x) -> bool: return type(x).__module__.split('.')[0] == 'torch'
 
-def torch_pairs(
+def _torch_pairs(
     conf,  # confidences: a 1-D torch tensor (any device)
     correct,  # outcomes 0/1: a tensor or array-like
 ) -> tuple:  # (conf, correct) as float64 tensors on conf's device
     """Validate a torch batch on its device (one reduction each); the messages of `check_conf`/`check_correct` on
     failure."""
+    import torch   # lazy: only a torch batch gets here, and `import calibkit.stream` must not load torch
     c = conf.detach()
     if c.ndim != 1: raise ValueError(f'conf must be 1-dimensional, got shape {tuple(c.shape)}')
     if c.numel() == 0: raise ValueError('conf is empty')
-    if c.dtype == __import__('torch').bool or not c.is_floating_point():
+    if c.dtype == torch.bool or not c.is_floating_point():
         check_conf(c.cpu().numpy())                     # booleans: the core's TypeError; integers: checked as numbers
     c = c.double()                                      # fixed-width edges are compared in float64, as in the core
     if not bool(((c >= 0) & (c <= 1)).all()): check_conf(c.cpu().numpy())   # raises with counts (NaN fails both tests)
     y = correct.detach() if _is_torch(correct) else correct
-    if not _is_torch(y): y = __import__('torch').as_tensor(check_correct(y, len(c)), device=c.device)
+    if not _is_torch(y): y = torch.as_tensor(check_correct(y, len(c)), device=c.device)
     if y.ndim != 1 or len(y) != len(c): check_correct(y.cpu().numpy(), len(c))
     if not bool(((y == 0) | (y == 1)).all()): check_correct(y.cpu().numpy(), len(c))
     return c.abs(), y.to(c.device).double()              # abs: −0.0 → +0.0, so bit patterns order like values
 
 # %% ../nbs/08_stream.ipynb #a337d662
-DEPTH = 62   # float64 bit patterns of confidences in [0, 1] are below 2**62: the universe of the digest's keys
+_DEPTH = 62   # float64 bit patterns of confidences in [0, 1] are below 2**62: the universe of the digest's keys
 
 _P2 = np.r_[0, np.int64(1) << np.arange(63, dtype=np.int64)]   # _P2[e]: the smallest value with e bits
 
-def bit_length(
+def _bit_length(
     x: np.ndarray,  # non-negative int64 values below 2**62
 ) -> np.ndarray:  # the number of bits of each value (0 for 0), int64
     """Bits needed for each value of `x`, exactly: the float64 exponent, less one where the conversion rounded up to
@@ -56,7 +55,7 @@ def bit_length(
     return e
 
 # %% ../nbs/08_stream.ipynb #a8fe87ab
-class Digest(NamedTuple):
+class _Digest(NamedTuple):
     """A q-digest whose nodes carry sums: node id `h` (heap order) and each node's events' count, Σq, Σy, min and max
     q."""
     h: np.ndarray      # heap id 2**(62 − level) + cell (int64, ascending); level 0 = one float64 value
@@ -66,36 +65,36 @@ class Digest(NamedTuple):
     lo: np.ndarray     # smallest q of the node's events
     hi: np.ndarray     # largest q of the node's events
 
-EMPTY = Digest(*(np.empty(0, t) for t in (np.int64, np.int64, np.float64, np.int64, np.float64, np.float64)))
+_EMPTY = _Digest(*(np.empty(0, t) for t in (np.int64, np.int64, np.float64, np.int64, np.float64, np.float64)))
 
-def _combine(d: Digest) -> Digest:
+def _combine(d: _Digest) -> _Digest:
     "Nodes sorted by id, duplicates merged (counts and sums added, ranges joined)."
     o = np.argsort(d.h, kind='stable')
     h = d.h[o]
     g = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
-    return Digest(h[g], *(np.add.reduceat(a[o], g) for a in d[1:4]), np.minimum.reduceat(d.lo[o], g),
+    return _Digest(h[g], *(np.add.reduceat(a[o], g) for a in d[1:4]), np.minimum.reduceat(d.lo[o], g),
                   np.maximum.reduceat(d.hi[o], g))
 
-def _concat(*ds: Digest) -> Digest: return Digest(*(np.concatenate(a) for a in zip(*ds)))
+def _concat(*ds: _Digest) -> _Digest: return _Digest(*(np.concatenate(a) for a in zip(*ds)))
 
-def levels(
+def _levels(
     h: np.ndarray,  # heap ids of digest nodes
 ) -> np.ndarray:  # each node's level: 0 for a single value, 62 for the root
     "The level of each node of a digest from its heap id."
-    return DEPTH + 1 - bit_length(h)
+    return _DEPTH + 1 - _bit_length(h)
 
 # %% ../nbs/08_stream.ipynb #5755691a
-def _take(d: Digest, i) -> Digest: return Digest(*(a[i] for a in d))
+def _take(d: _Digest, i) -> _Digest: return _Digest(*(a[i] for a in d))
 
-def compress(
-    d: Digest,  # nodes, sorted by id with no duplicates
+def _compress(
+    d: _Digest,  # nodes, sorted by id with no duplicates
     t: int,  # the largest count an inner node may hold: ⌊N/k⌋
-) -> Digest:  # the compressed digest (sorted, no duplicates)
+) -> _Digest:  # the compressed digest (sorted, no duplicates)
     """q-digest COMPRESS (Shrivastava et al. 2004, §3): bottom-up, two siblings join their parent when the three hold
     ≤ t."""
     if t == 0: return d
-    for lev in range(DEPTH):                              # a loop over levels (62), not over events
-        p, a, b = np.searchsorted(d.h, [1 << (DEPTH - lev - 1), 1 << (DEPTH - lev), 1 << (DEPTH - lev + 1)])
+    for lev in range(_DEPTH):                              # a loop over levels (62), not over events
+        p, a, b = np.searchsorted(d.h, [1 << (_DEPTH - lev - 1), 1 << (_DEPTH - lev), 1 << (_DEPTH - lev + 1)])
         if a == b: continue                               # parents [p, a), children [a, b): contiguous blocks of ids
         kid = _take(d, slice(a, b))
         par = kid.h >> 1
@@ -106,7 +105,7 @@ def compress(
         up = tot + np.where(have, d.n[i], 0) <= t
         if not up.any(): continue
         gu = g[up]
-        moved = Digest(pu[up], tot[up], np.add.reduceat(kid.sum_conf, g)[up], np.add.reduceat(kid.sum_correct, g)[up],
+        moved = _Digest(pu[up], tot[up], np.add.reduceat(kid.sum_conf, g)[up], np.add.reduceat(kid.sum_correct, g)[up],
                        np.minimum.reduceat(kid.lo, g)[up], np.maximum.reduceat(kid.hi, g)[up])
         parents = _combine(_concat(_take(d, slice(p, a)), moved))
         d = _concat(_take(d, slice(0, p)), parents, _take(kid, ~np.repeat(up, np.diff(np.r_[g, b - a]))),
@@ -114,49 +113,49 @@ def compress(
     return d
 
 # %% ../nbs/08_stream.ipynb #852503e6
-def chunk_digest(
+def _chunk_digest(
     cs: np.ndarray,  # confidences sorted ascending (float64, no −0.0)
     ys: np.ndarray,  # their outcomes (uint8)
     k: int,  # the digest's size parameter
-) -> Digest:  # nodes holding every event, each inner node at most ⌊n/k⌋ events
+) -> _Digest:  # nodes holding every event, each inner node at most ⌊n/k⌋ events
     "The digest of one sorted batch: every event in its largest enclosing cell that holds at most ⌊n/k⌋ events."
     n, key = len(cs), cs.view(np.int64)
     t = n // k
-    if n <= t: lev = np.full(n, DEPTH)
+    if n <= t: lev = np.full(n, _DEPTH)
     else:
         m = np.full(n, 127, np.int8)                        # m_j: lowest level whose cell holds events j..j+t
-        m[:n - t] = bit_length(key[t:] ^ key[:n - t])
+        m[:n - t] = _bit_length(key[t:] ^ key[:n - t])
         w = t + 1                                           # M_i = min of m_j over the windows j..j+t holding i
         lev = minimum_filter1d(m, size=w, mode='constant', cval=127, origin=(w - 1) // 2).astype(np.int64) - 1
-        np.clip(lev, 0, DEPTH, out=lev)
-    h = (np.int64(1) << (DEPTH - lev)) + (key >> lev)
+        np.clip(lev, 0, _DEPTH, out=lev)
+    h = (np.int64(1) << (_DEPTH - lev)) + (key >> lev)
     g = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
     e = np.r_[g[1:], n]
-    return Digest(h[g], e - g, np.add.reduceat(cs, g), np.add.reduceat(ys, g, dtype=np.int64), cs[g], cs[e - 1])
+    return _Digest(h[g], e - g, np.add.reduceat(cs, g), np.add.reduceat(ys, g, dtype=np.int64), cs[g], cs[e - 1])
 
 # %% ../nbs/08_stream.ipynb #1c978f7c
-MAX_POOL = 1024   # largest t (= n/k) for which a torch batch's digest is built on its device (max_pool1d's window)
+_MAX_POOL = 1024   # largest t (= n/k) for which a torch batch's digest is built on its device (max_pool1d's window)
 
-def chunk_digest_torch(
+def _chunk_digest_torch(
     c,  # a batch's confidences: float64 tensor (any device), validated, no −0.0
     y,  # their outcomes (float64 or integer tensor on the same device)
     k: int,  # the digest's size parameter
-) -> Digest:  # `chunk_digest` of the batch; only the nodes are copied to the host
-    "`chunk_digest` on the batch's device: sorted there (`torch.sort`), levels by a sliding minimum (`max_pool1d`)."
-    torch = __import__('torch')
+) -> _Digest:  # `_chunk_digest` of the batch; only the nodes are copied to the host
+    "`_chunk_digest` on the batch's device: sorted there (`torch.sort`), levels by a sliding minimum (`max_pool1d`)."
+    import torch   # lazy: only a torch batch gets here, and `import calibkit.stream` must not load torch
     dev, n = c.device, len(c)
     key, o = torch.sort(c.contiguous().view(torch.int64))
     ys, t = y[o].long(), n // k
-    if n <= t: lev = torch.full((n,), DEPTH, dtype=torch.int64, device=dev)
+    if n <= t: lev = torch.full((n,), _DEPTH, dtype=torch.int64, device=dev)
     else:
-        x = key[t:] ^ key[:n - t]                            # bit_length(x), as in numpy
+        x = key[t:] ^ key[:n - t]                            # _bit_length(x), as in numpy
         e = ((x.double().view(torch.int64) >> 52) - 1022).clamp_(min=0)
         e -= (x < torch.as_tensor(_P2, device=dev)[e]).long()
         m = torch.full((n + t,), 127.0, device=dev)          # t sentinels before, then m_j (sentinels after n − t)
         m[t:n] = e.float()
         lev = (-torch.nn.functional.max_pool1d(-m[None, None], t + 1, stride=1)[0, 0]).long() - 1
-        lev.clamp_(0, DEPTH)
-    h = torch.bitwise_left_shift(torch.ones_like(lev), DEPTH - lev) + (key >> lev)
+        lev.clamp_(0, _DEPTH)
+    h = torch.bitwise_left_shift(torch.ones_like(lev), _DEPTH - lev) + (key >> lev)
     new = torch.ones(n, dtype=torch.bool, device=dev)
     new[1:] = h[1:] != h[:-1]
     g = torch.nonzero(new).squeeze(1)
@@ -165,21 +164,21 @@ def chunk_digest_torch(
     cs = key.view(torch.float64)
     sc = torch.zeros(len(g), dtype=torch.float64, device=dev).index_add_(0, node, cs)
     sy = torch.zeros(len(g), dtype=torch.int64, device=dev).index_add_(0, node, ys)
-    return Digest(*(a.cpu().numpy() for a in (h[g], last + 1 - g, sc, sy, cs[g], cs[last])))
+    return _Digest(*(a.cpu().numpy() for a in (h[g], last + 1 - g, sc, sy, cs[g], cs[last])))
 
 # %% ../nbs/08_stream.ipynb #fd869f37
-class Cuts(NamedTuple):
+class _Cuts(NamedTuple):
     "Bins chosen on a digest: the cut values and, at each cut, what the digest knows of the rank there."
     value: np.ndarray     # the B − 1 cut values (a confidence equal to a cut goes to the upper bin)
     below: np.ndarray     # L: events of the nodes entirely below each cut
     straddle: np.ndarray  # U: events of the nodes with lo < cut <= hi (their side is unknown)
     target: np.ndarray    # s: the exact bins' start rank at each cut (`bin_starts`)
 
-def choose_cuts(
-    d: Digest,  # a digest
+def _choose_cuts(
+    d: _Digest,  # a digest
     starts: np.ndarray,  # the exact bins' start ranks (`bin_starts`; first 0)
     window: int = 64,  # candidate cuts examined on each side of the estimate
-) -> Cuts:  # the cuts and their rank information
+) -> _Cuts:  # the cuts and their rank information
     """Cut values minimising U + 2R at each target rank s (R = max(|L − s|, |L + U − s|)), among the nodes' smallest
     values."""
     cand = np.unique(np.r_[d.lo, np.nextafter(d.hi, np.inf)])    # a cut at a node's lo, or just above its hi
@@ -190,11 +189,11 @@ def choose_cuts(
     j = np.clip(np.searchsorted((L + A) / 2, s)[:, None] + np.arange(-window, window + 1), 0, len(cand) - 1)
     cost = (A - L)[j] + 2 * np.maximum(np.abs(L[j] - s[:, None]), np.abs(A[j] - s[:, None]))
     best = np.maximum.accumulate(j[np.arange(len(s)), np.argmin(cost, axis=1)])   # cuts in ascending order
-    return Cuts(cand[best], L[best], A[best] - L[best], s)
+    return _Cuts(cand[best], L[best], A[best] - L[best], s)
 
 # %% ../nbs/08_stream.ipynb #adb652bf
-def digest_stats(
-    d: Digest,  # a digest
+def _digest_stats(
+    d: _Digest,  # a digest
     cuts: np.ndarray,  # ascending cut values
 ) -> BinStats:  # the bins' counts and sums (empty bins: n = 0, NaN range)
     "`BinStats` of the bins cut at `cuts`: each node, whole, in the bin of its midpoint."
@@ -214,8 +213,8 @@ class Bounded(NamedTuple):
     lower: float   # the in-memory metric is at least this
     upper: float   # the in-memory metric is at most this
 
-def misplaced(
-    cuts: Cuts,  # cuts from `choose_cuts`
+def _misplaced(
+    cuts: _Cuts,  # cuts from `_choose_cuts`
 ) -> np.ndarray:  # per bin, an upper bound on |sketched bin Δ exact bin| (events)
     """k_i = U_i + U_{i+1} + 2(R_i + R_{i+1}): how many events bin i may hold that the exact bin does not, and vice
     versa."""
@@ -223,9 +222,9 @@ def misplaced(
     e = cuts.straddle + 2 * r
     return np.r_[0, e] + np.r_[e, 0]
 
-def bounds(
+def _bounds(
     st: BinStats,  # the sketched bins
-    k: np.ndarray,  # per bin, events that may differ from the exact bin (`misplaced`)
+    k: np.ndarray,  # per bin, events that may differ from the exact bin (`_misplaced`)
 ) -> tuple[Bounded, Bounded]:  # CalibMSE and ECE (l1), each with certified bounds
     "CalibMSE and ECE of `st` with bounds on the exact bins' values, from at most `k_i` events moved per bin."
     n, N, g = st.n.astype(np.float64), st.total, st.gap
@@ -260,8 +259,8 @@ def _labels(label, n: int, n_groups: int | None):
 def _split(c, y, gid, g: int):
     "(group, conf, correct) of each group with events: one stable sort by group id, then slices."
     o = np.argsort(gid, kind='stable')
-    bounds = np.searchsorted(gid[o], np.arange(g + 1))
-    return [(i, c[o[a:b]], y[o[a:b]]) for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])) if b > a]
+    ends = np.searchsorted(gid[o], np.arange(g + 1))
+    return [(i, c[o[a:b]], y[o[a:b]]) for i, (a, b) in enumerate(zip(ends[:-1], ends[1:])) if b > a]
 
 # %% ../nbs/08_stream.ipynb #aaba52b6
 class StreamResult(NamedTuple):
@@ -309,13 +308,13 @@ class CalibrationStream:
         if self.binning == 'fixed_width':
             b = self.spec['n_bins']
             self._n, self._sy, self._sc = np.zeros((g, b), np.int64), np.zeros((g, b), np.int64), np.zeros((g, b))
-        else: self._digests = [EMPTY] * g
+        else: self._digests = [_EMPTY] * g
         return self
 
 # %% ../nbs/08_stream.ipynb #fba14451
-STEP = 1 << 20   # events binned at once: the index and float64 temporaries of a batch stay small
+_STEP = 1 << 20   # events binned at once: the index and float64 temporaries of a batch stay small
 
-def fixed_sums_torch(
+def _fixed_sums_torch(
     c,  # confidences on a device (float64 tensor, validated)
     y,  # their outcomes (float64 tensor)
     gid,  # their group ids (int64 tensor) or None
@@ -323,7 +322,8 @@ def fixed_sums_torch(
     size: int,  # groups × B
 ) -> tuple:  # n (int64), Σq (float64), Σy (int64) per (group, bin), tensors on the batch's device
     "Per (group, bin) sums of a batch on its own device (`torch.bincount`): only these B numbers per group leave it."
-    torch, b = __import__('torch'), len(edges) - 1
+    import torch   # lazy: only a torch batch gets here, and `import calibkit.stream` must not load torch
+    b = len(edges) - 1
     e = torch.as_tensor(edges, device=c.device)
     j = torch.clamp((c * b).long(), max=b - 1)            # as `fixed_width_index`: exact up to rounding at the edges...
     j -= (c < e[j]).long()                                 # ...which these two steps repair
@@ -334,7 +334,7 @@ def fixed_sums_torch(
 
 def _fixed_sums(c, y, gid, edges: np.ndarray, size: int):
     "Per (group, bin) n, Σq, Σy of a batch as numpy arrays (a torch batch is summed on its device)."
-    if _is_torch(c): return tuple(a.cpu().numpy() for a in fixed_sums_torch(c, y, gid, edges, size))
+    if _is_torch(c): return tuple(a.cpu().numpy() for a in _fixed_sums_torch(c, y, gid, edges, size))
     j = fixed_width_index(c, edges)
     key = j if gid is None else gid * (len(edges) - 1) + j
     cnt = lambda w: np.bincount(key, weights=w, minlength=size)
@@ -351,10 +351,10 @@ def update(
     """Add a batch of events: fixed-width sums, or the batch's digest merged into the accumulator's (memory stays
     bounded)."""
     if _is_torch(conf):
-        c, y = torch_pairs(conf, correct)
-        if self.binning == 'equal_mass' and label is None and len(c) // self.sketch <= MAX_POOL:
-            d = _combine(_concat(self._digests[0], chunk_digest_torch(c, y, self.sketch)))   # built on the device
-            self._digests[0] = compress(d, int(d.n.sum()) // self.sketch)
+        c, y = _torch_pairs(conf, correct)
+        if self.binning == 'equal_mass' and label is None and len(c) // self.sketch <= _MAX_POOL:
+            d = _combine(_concat(self._digests[0], _chunk_digest_torch(c, y, self.sketch)))   # built on the device
+            self._digests[0] = _compress(d, int(d.n.sum()) // self.sketch)
             self.n_events += len(c)
             return self
         if self.binning == 'equal_mass':                 # with labels (or a tiny k): sorted on the host
@@ -367,8 +367,8 @@ def update(
     g = self.n_groups or 1
     if self.binning == 'fixed_width':
         edges = fixed_width_edges(self.spec['n_bins'])
-        for s in range(0, len(c), STEP):               # a loop over chunks of 2**20 events
-            part = slice(s, s + STEP)
+        for s in range(0, len(c), _STEP):               # a loop over chunks of 2**20 events
+            part = slice(s, s + _STEP)
             n, sc, sy = _fixed_sums(c[part], y[part], None if gid is None else gid[part], edges, self._n.size)
             self._n += n.reshape(g, -1); self._sc += sc.reshape(g, -1); self._sy += sy.reshape(g, -1)
     else:
@@ -376,8 +376,8 @@ def update(
         groups = [(0, c, y)] if gid is None else _split(c, y, gid, g)
         for i, cg, yg in groups:                          # a loop over groups, not over events
             cs, ys = sort_pairs(cg, yg)
-            d = _combine(_concat(self._digests[i], chunk_digest(cs, ys, self.sketch)))
-            self._digests[i] = compress(d, int(d.n.sum()) // self.sketch)
+            d = _combine(_concat(self._digests[i], _chunk_digest(cs, ys, self.sketch)))
+            self._digests[i] = _compress(d, int(d.n.sum()) // self.sketch)
     self.n_events += len(c)
     return self
 
@@ -398,7 +398,7 @@ def merge(
     else:
         for i, d in enumerate(other._digests):
             m = _combine(_concat(self._digests[i], d))
-            self._digests[i] = compress(m, int(m.n.sum()) // self.sketch)
+            self._digests[i] = _compress(m, int(m.n.sum()) // self.sketch)
     self.n_events += other.n_events
     return self
 
@@ -422,7 +422,7 @@ def from_state_dict(
     self.n_events = int(state['n_events'])
     if self.binning == 'fixed_width':
         self._n, self._sc, self._sy = (np.asarray(state[k]).copy() for k in ('n', 'sum_conf', 'sum_correct'))
-    else: self._digests = [Digest(**{k: np.asarray(v) for k, v in d.items()}) for d in state['digests']]
+    else: self._digests = [_Digest(**{k: np.asarray(v) for k, v in d.items()}) for d in state['digests']]
     return self
 
 # %% ../nbs/08_stream.ipynb #7de76cb2
@@ -438,11 +438,11 @@ def _fixed_result(n, sc, sy, edges) -> tuple[BinStats, Bounded, Bounded]:
     m, e = st.sq_error(), st.error('l1')
     return st, Bounded(m, m, m), Bounded(e, e, e)
 
-def _mass_result(d: Digest, spec: dict) -> tuple[BinStats, Bounded, Bounded]:
+def _mass_result(d: _Digest, spec: dict) -> tuple[BinStats, Bounded, Bounded]:
     n = int(d.n.sum())
-    cuts = choose_cuts(d, bin_starts(n, **{k: min(v, n) for k, v in spec.items()}))
-    st = digest_stats(d, cuts.value)
-    return (st, *bounds(st, misplaced(cuts)))
+    cuts = _choose_cuts(d, bin_starts(n, **{k: min(v, n) for k, v in spec.items()}))
+    st = _digest_stats(d, cuts.value)
+    return (st, *_bounds(st, _misplaced(cuts)))
 
 @patch
 def compute(self: CalibrationStream) -> StreamResult:  # bins, CalibMSE and ECE with bounds, per-group table

@@ -13,7 +13,7 @@ with warnings.catch_warnings():     # torchmetrics loads tqdm.auto, which warns 
 import torch
 from torchmetrics.utilities import dim_zero_cat
 from .binning import fixed_width_edges
-from .stream import CalibrationStream, Digest, EMPTY, _combine, fixed_sums_torch, torch_pairs
+from .stream import CalibrationStream, _Digest, _EMPTY, _combine, _fixed_sums_torch, _torch_pairs
 
 # %% auto #0
 __all__ = ['StreamMetric']
@@ -46,10 +46,10 @@ class StreamMetric(torchmetrics.Metric):
             self.add_state('ids', [], dist_reduce_fx='cat')     # rows: heap id, count, Σy (int64)
             self.add_state('vals', [], dist_reduce_fx='cat')    # rows: Σq, min q, max q (float64)
 
-    def _digest(self) -> Digest:
-        if isinstance(self.ids, list) and not self.ids: return EMPTY
+    def _digest(self) -> _Digest:
+        if isinstance(self.ids, list) and not self.ids: return _EMPTY
         i, v = dim_zero_cat(self.ids).cpu().numpy(), dim_zero_cat(self.vals).cpu().numpy()
-        return _combine(Digest(i[:, 0], i[:, 1], v[:, 0], i[:, 2], v[:, 1], v[:, 2]))   # after a sync: the merge
+        return _combine(_Digest(i[:, 0], i[:, 1], v[:, 0], i[:, 2], v[:, 1], v[:, 2]))   # after a sync: the merge
 
     def update(
         self,
@@ -58,9 +58,9 @@ class StreamMetric(torchmetrics.Metric):
     ) -> None:
         "Add a batch: fixed-width sums on the batch's device, or the batch's digest merged into the state."
         if not torch.is_tensor(conf): conf = torch.as_tensor(np.asarray(conf, dtype=np.float64))
-        c, y = torch_pairs(conf, correct)
+        c, y = _torch_pairs(conf, correct)
         if self._kw['binning'] == 'fixed_width':
-            n, sc, sy = fixed_sums_torch(c, y, None, fixed_width_edges(len(self.n)), len(self.n))
+            n, sc, sy = _fixed_sums_torch(c, y, None, fixed_width_edges(len(self.n)), len(self.n))
             dev = self.n.device
             self.n += n.to(dev); self.sum_conf += sc.to(dev); self.sum_correct += sy.to(dev)
             return
