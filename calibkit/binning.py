@@ -17,7 +17,7 @@ __all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'DING_Z', 'sort_pai
            'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats', 'z_value', 'bin_table',
            'equal_mass_bins', 'fixed_width_bins', 'ding_sizes', 'adaptive_stats', 'bin_stats', 'group_bins', 'BINNINGS']
 
-# %% ../nbs/02_binning.ipynb #3aeb1f33
+# %% ../nbs/02_binning.ipynb #aaa6565c
 def sort_pairs(
     c: np.ndarray,  # confidences in [0, 1], float32 or float64
     y: np.ndarray,  # their 0/1 outcomes (uint8)
@@ -35,6 +35,7 @@ def sort_pairs(
     key >>= ui(1)                                            # in place: the sorted confidences' bit patterns
     return key.view(c.dtype), ys
 
+# %% ../nbs/02_binning.ipynb #78ffd103
 def keep_ties(
     cs: np.ndarray,  # confidences sorted ascending
     starts: np.ndarray,  # ranks into `cs` where bins start (ascending, first 0)
@@ -87,7 +88,7 @@ def sorted_events(
         return conf
     return SortedEvents(*sort_pairs(*as_pairs(conf, correct)))
 
-# %% ../nbs/02_binning.ipynb #6d6f5b76
+# %% ../nbs/02_binning.ipynb #e76f1a73
 def bin_starts(
     n: int,  # number of events
     *,
@@ -104,6 +105,7 @@ def bin_starts(
     nb = check_int('n_bins', n_bins, 1, n, ' (the number of events, so no bin is empty)')
     return np.arange(nb, dtype=np.intp) * n // nb
 
+# %% ../nbs/02_binning.ipynb #4aac1d5c
 def bin_spec(
     n_bins: int | None = None,  # number of equal-mass bins
     bin_size: int | None = None,  # events per bin, instead of `n_bins`
@@ -114,7 +116,7 @@ def bin_spec(
         raise ValueError('give exactly one of bin_size and n_bins (got both)')
     return {'bin_size': bin_size} if bin_size is not None else {'n_bins': default('n_bins', n_bins)}
 
-# %% ../nbs/02_binning.ipynb #4e4fa793
+# %% ../nbs/02_binning.ipynb #f222a98c
 def wsum(
     a: np.ndarray,  # values, summed along the last axis
     w: np.ndarray,  # one weight per value of that axis
@@ -123,6 +125,7 @@ def wsum(
     the CPU's kernel)."""
     return np.einsum('...i,i->...', a, w)
 
+# %% ../nbs/02_binning.ipynb #ae2864c8
 def aggregate_gaps(
     gaps: np.ndarray,  # per-bin |conf − acc| along the last axis (several draws along the first)
     weight: np.ndarray,  # each bin's share of the events
@@ -136,6 +139,7 @@ def aggregate_gaps(
     if norm == 'l2': return np.sqrt(wsum(gaps ** 2, weight))
     return np.where(weight > 0, gaps, 0).max(axis=-1)
 
+# %% ../nbs/02_binning.ipynb #76351dd7
 @dataclass(frozen=True)
 class BinStats:
     """Sufficient statistics of binned events: per bin count, sums, and confidence range; owns the error terms every
@@ -183,7 +187,7 @@ class BinStats:
         if self.sum_conf2 is None: raise ValueError('the Brier score needs BinStats built with moments=True')
         return float((self.sum_conf2.sum() - 2 * self.sum_conf_correct.sum() + self.sum_correct.sum()) / self.total)
 
-# %% ../nbs/02_binning.ipynb #9165ba75
+# %% ../nbs/02_binning.ipynb #9f3e82c3
 SLICE_MIN = 1024   # bins averaging at least this many events are summed slice by slice, smaller ones by one reduceat
 
 def stats_from_sorted(
@@ -213,6 +217,7 @@ def stats_from_sorted(
     return BinStats(n=(ends - starts).astype(np.int64), lo=cs[starts].astype(np.float64),
                     hi=cs[ends - 1].astype(np.float64), **s)
 
+# %% ../nbs/02_binning.ipynb #47f01272
 def equal_mass_stats(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `SortedEvents`)
     correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or a `SortedEvents`)
@@ -227,9 +232,8 @@ def equal_mass_stats(
     starts = bin_starts(len(se.cs), bin_size=bin_size, n_bins=n_bins)
     return stats_from_sorted(se.cs, se.ys, keep_ties(se.cs, starts), moments)
 
-# %% ../nbs/02_binning.ipynb #f17ea7b8
+# %% ../nbs/02_binning.ipynb #4e98f686
 MAX_FIXED_BINS = 10**7   # fixed-width bins beyond this would need GBs of per-bin arrays (5 float64 sums per bin)
-FREE_FIXED_BINS = 10**4  # fixed-width bins allowed for any number of events; beyond it, at most one bin per event
 
 def fixed_width_edges(
     n_bins: int,  # number of bins
@@ -238,6 +242,7 @@ def fixed_width_edges(
     nb = check_int('n_bins', n_bins, 1, MAX_FIXED_BINS, ' (fixed-width bins: more cannot fit in memory)')
     return np.arange(nb + 1) / nb
 
+# %% ../nbs/02_binning.ipynb #73c6f0b3
 def fixed_width_index(
     c: np.ndarray,  # confidences in [0, 1]
     edges: np.ndarray,  # bin edges from `fixed_width_edges`
@@ -248,6 +253,9 @@ def fixed_width_index(
     j -= c < edges[j]                                     # ...which these two steps repair
     j += (c >= edges[j + 1]) & (j < b - 1)
     return j
+
+# %% ../nbs/02_binning.ipynb #1b305b98
+FREE_FIXED_BINS = 10**4  # fixed-width bins allowed for any number of events; beyond it, at most one bin per event
 
 def fixed_width_stats(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
@@ -274,7 +282,7 @@ def fixed_width_stats(
     return BinStats(n=sums[0].astype(np.int64), sum_conf=sums[1], sum_correct=sums[2], lo=edges[:-1], hi=edges[1:],
                     **extra)
 
-# %% ../nbs/02_binning.ipynb #2dd85dc2
+# %% ../nbs/02_binning.ipynb #4b1d0ade
 def z_value(
     level: float | None = None,  # confidence level in (0, 1) (default: the settings' ci_level)
 ) -> float:  # the z with P(|Z| <= z) = level
@@ -283,6 +291,7 @@ def z_value(
     level = check_float('level', level, 0, 1, lo_open=True, hi_open=True)
     return NormalDist().inv_cdf(0.5 + level / 2)
 
+# %% ../nbs/02_binning.ipynb #6bc1ee1b
 def bin_table(
     stats: BinStats,  # binned events
     level: float | None = None,  # confidence level of the intervals (default: the settings' ci_level)
@@ -296,6 +305,7 @@ def bin_table(
     df.index.name = 'bin'
     return df
 
+# %% ../nbs/02_binning.ipynb #f3d495c8
 def equal_mass_bins(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
     correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
@@ -307,6 +317,7 @@ def equal_mass_bins(
     "Equal-mass bins (exactly one of `bin_size`, `n_bins`) as a table: `lo, hi, n, conf, acc, se, ci_lo, ci_hi`."
     return bin_table(equal_mass_stats(conf, correct, bin_size=bin_size, n_bins=n_bins), level)
 
+# %% ../nbs/02_binning.ipynb #d5e539c1
 def fixed_width_bins(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
     correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
@@ -317,7 +328,7 @@ def fixed_width_bins(
     "`n_bins` equal-width bins on [0, 1] as a table (same columns; empty bins: n = 0, NaN statistics)."
     return bin_table(fixed_width_stats(conf, correct, n_bins=n_bins), level)
 
-# %% ../nbs/02_binning.ipynb #8b3a2b62
+# %% ../nbs/02_binning.ipynb #22be6560
 DING_Z = 1.645   # Ding et al.'s z (90% two-sided)
 
 def _full(cd: np.ndarray, s: int, j: int) -> bool:
@@ -349,6 +360,7 @@ def ding_sizes(
         size[:-1] -= e; size[-1] += e * (len(size) - 1)
     return size
 
+# %% ../nbs/02_binning.ipynb #2137387c
 def adaptive_stats(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
     correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
