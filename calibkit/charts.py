@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Mapping
 import altair as alt, numpy as np, pandas as pd
+from altair.utils._importers import vl_version_for_vl_convert
 from .config import default, package_dir
 from .events import as_pairs, check_choice, check_conf, check_int
 from .binning import equal_mass_bins
@@ -22,18 +23,18 @@ __all__ = ['FONT', 'FONT_STACK', 'BIN_COLUMNS', 'BAND_COLUMNS', 'MAX_ROWS', 'CON
            'font_chars', 'chart_spec', 'font_css', 'to_svg', 'SVGDisplay', 'svg_display', 'choose_scale', 'reliability',
            'reliability_grid', 'risk_coverage_chart', 'smooth_reliability', 'save_chart', 'study_curve']
 
-# %% ../nbs/40_charts.ipynb #8b6758d3
+# %% ../nbs/40_charts.ipynb #8d695b12
 FONT = 'Calibkit Sans'                                # the family of calibkit/fonts/CalibkitSans-*.ttf
 FONT_STACK = f'"{FONT}", "DejaVu Sans", sans-serif'   # its source, DejaVu Sans, has the same glyph widths
-_SVG_TEXT = re.compile(r'<text\b[^>]*>([^<]*)</text>')
 
 @cache
 def font_renderer():
     "The vl-convert module, with calibkit's font folder registered (once per process): charts are measured with it."
-    import vl_convert
+    import vl_convert    # lazy: the renderer is loaded when a chart is first rendered, not on import
     vl_convert.register_font_directory(str(package_dir()/'fonts'))
     return vl_convert
 
+# %% ../nbs/40_charts.ipynb #798ab3ff
 @cache
 def font_chars() -> frozenset:
     "The characters calibkit's font has glyphs for (the ranges `calibkit/fonts/ranges.txt` lists)."
@@ -41,6 +42,7 @@ def font_chars() -> frozenset:
     spans = [[int(x, 16) for x in r.removeprefix('U+').split('-')] for r in text.split(',')]
     return frozenset(chr(c) for lo, *hi in spans for c in range(lo, (hi[0] if hi else lo) + 1))
 
+# %% ../nbs/40_charts.ipynb #855d9a9d
 def chart_spec(chart,  # an Altair chart
                ) -> dict:
     "The chart's Vega-Lite specification with calibkit's font in its configuration (the chart's own settings win)."
@@ -50,6 +52,7 @@ def chart_spec(chart,  # an Altair chart
     spec['config'] = {'font': FONT_STACK, **spec.get('config', {})}
     return spec
 
+# %% ../nbs/40_charts.ipynb #9527368d
 def font_css() -> str:
     "`@font-face` rules that serve calibkit's font from `data:` URIs, for HTML pages showing calibkit's SVG charts."
     rule = ("@font-face{{font-family:'{}';font-style:normal;font-weight:{};"
@@ -57,21 +60,23 @@ def font_css() -> str:
     font = lambda style: base64.b64encode((package_dir()/'fonts'/f'CalibkitSans-{style}.ttf').read_bytes()).decode()
     return '\n'.join(rule.format(FONT, weight, font(style)) for style, weight in (('Regular', 400), ('Bold', 700)))
 
-# %% ../nbs/40_charts.ipynb #9968ddd6
+# %% ../nbs/40_charts.ipynb #3b529698
+_SVG_TEXT = re.compile(r'<text\b[^>]*>([^<]*)</text>')
+
 def to_svg(chart,  # an Altair chart
            ) -> str:
     """The chart rendered as an SVG document (offline, deterministic): text measured with calibkit's font on every
     machine."""
-    from altair.utils._importers import vl_version_for_vl_convert
     vlc = font_renderer()
     svg = vlc.vegalite_to_svg(chart_spec(chart), vl_version=vl_version_for_vl_convert())
     missing = sorted(set(''.join(html.unescape(t) for t in _SVG_TEXT.findall(svg))) - set(' \n') - font_chars())
     if missing:
         warnings.warn(f'chart text has {len(missing)} character(s) {FONT} lacks ({"".join(missing[:10])!r}): '
-                      'the machine\'s '
-                      'own fonts draw them, so this chart\'s SVG can differ between machines', stacklevel=2)
+                      "the machine's own fonts draw them, so this chart's SVG can differ between machines",
+                      stacklevel=2)
     return svg
 
+# %% ../nbs/40_charts.ipynb #a6ef3d5b
 class SVGDisplay:
     "Mixin for Altair top-level charts: display as inline SVG in Jupyter, whatever renderer is active."
     def _repr_mimebundle_(self, include=None, exclude=None):
