@@ -13,8 +13,7 @@ from .events import (check_bool, check_choice, check_float, check_gold, check_in
 # %% auto #0
 __all__ = ['METHODS', 'check_uniforms', 'label_scores', 'conformal_scores', 'conformal_quantile', 'ConformalSets', 'set_summary']
 
-# %% ../nbs/07_conformal.ipynb #4f0a1621
-METHODS = ('lac', 'aps')   # the nonconformity scores `conformal_scores` knows
+# %% ../nbs/07_conformal.ipynb #3fa5a44b
 def check_uniforms(
     u,  # one uniform draw in [0, 1] per row
     n: int,  # the number of rows
@@ -26,6 +25,7 @@ def check_uniforms(
     if bad: raise ValueError(f'u: {bad} of {n} values are outside [0, 1] (or NaN)')
     return u
 
+# %% ../nbs/07_conformal.ipynb #0892a386
 def label_scores(
     p: np.ndarray,  # a validated n×K probability matrix (`check_probs`)
     method: str,  # 'lac' or 'aps'
@@ -41,6 +41,9 @@ def label_scores(
     np.put_along_axis(out, order, np.cumsum(np.take_along_axis(p, order, axis=1), axis=1), axis=1)
     if u is not None: out -= (1 - check_uniforms(u, len(p)))[:, None] * p   # the mass above, plus u times its own
     return out
+
+# %% ../nbs/07_conformal.ipynb #66a6d203
+METHODS = ('lac', 'aps')   # the nonconformity scores `conformal_scores` knows
 
 def conformal_scores(
     scores,  # n×K probability matrix (a frame's columns are the labels)

@@ -13,10 +13,11 @@ from .conll import text_lines
 # %% auto #0
 __all__ = ['COLUMNS', 'Sentence', 'read_conllu', 'words_frame']
 
-# %% ../../nbs/53_data_ud.ipynb #88f9a0d2
+# %% ../../nbs/53_data_ud.ipynb #b01013dc
 COLUMNS = ('id', 'form', 'lemma', 'upos', 'xpos', 'feats', 'head', 'deprel', 'deps', 'misc')
 _SKIP = re.compile(r'^\d+(?:-\d+|\.\d+)$')          # multiword-token range 1-2, empty node 8.1
 
+# %% ../../nbs/53_data_ud.ipynb #4605d3f3
 @dataclass(frozen=True)
 class Sentence:
     "One CoNLL-U sentence: metadata and its words' columns (parallel tuples; `head` is an int, or None for `_`)."
