@@ -17,27 +17,31 @@ __all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'DING_Z', 'sort_pai
            'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats', 'z_value', 'bin_table',
            'equal_mass_bins', 'fixed_width_bins', 'ding_sizes', 'adaptive_stats', 'bin_stats', 'group_bins', 'BINNINGS']
 
-# %% ../nbs/02_binning.ipynb #3aeb1f33
+# %% ../nbs/02_binning.ipynb #aaa6565c
 def sort_pairs(
     c: np.ndarray,  # confidences in [0, 1], float32 or float64
     y: np.ndarray,  # their 0/1 outcomes (uint8)
 ) -> tuple[np.ndarray, np.ndarray]:  # the sorted confidences (dtype of `c`) and their outcomes (uint8)
-    "Confidences in [0, 1] sorted ascending and their 0/1 outcomes carried along (equal confidences ordered by outcome)."
+    """Confidences in [0, 1] sorted ascending and their 0/1 outcomes carried along (equal confidences ordered by
+    outcome)."""
     wide = c.dtype == np.float64
     ui = np.uint64 if wide else np.uint32
     key = c.view(ui) << ui(1)
     key |= y
-    (key.view(np.float64) if wide else key).sort()           # 64 bits: a finite float >= 0 for q in [0, 1], same order, faster sort
+    # 64 bits: a finite float >= 0 for q in [0, 1], same order, faster sort
+    (key.view(np.float64) if wide else key).sort()
     ys = key.astype(np.uint8)                                # each key's low byte (unsigned casts wrap)...
     ys &= np.uint8(1)                                        # ...and in it the outcome bit
     key >>= ui(1)                                            # in place: the sorted confidences' bit patterns
     return key.view(c.dtype), ys
 
+# %% ../nbs/02_binning.ipynb #78ffd103
 def keep_ties(
     cs: np.ndarray,  # confidences sorted ascending
     starts: np.ndarray,  # ranks into `cs` where bins start (ascending, first 0)
 ) -> np.ndarray:  # the starts with no run of equal confidences split (intp)
-    "Bin starts (ranks into sorted `cs`) with every cut inside a run of equal values moved to the run's nearer end (its start on a half split); merged cuts dropped."
+    """Bin starts (ranks into sorted `cs`) with every cut inside a run of equal values moved to the run's nearer end
+    (its start on a half split); merged cuts dropped."""
     k = starts[1:]
     inside = np.flatnonzero(cs[k - 1] == cs[k])              # cuts that split a run of equal confidences
     if len(inside) == 0: return starts
@@ -53,7 +57,8 @@ def tie_runs(
     ys: np.ndarray,  # their 0/1 outcomes
     tol: float = 0.0,  # neighbours closer than this join one run (0: exactly equal values only)
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # per run: first value, event count, outcome sum
-    "Runs of equal values in sorted `cs` (neighbours less than `tol` apart joined, when tol > 0): each run's first value (float64), its event count and outcome sum (float64)."
+    """Runs of equal values in sorted `cs` (neighbours less than `tol` apart joined, when tol > 0): each run's first
+    value (float64), its event count and outcome sum (float64)."""
     gap = np.diff(cs)
     cut = gap >= tol if tol > 0 else gap != 0
     if cut.all():                            # every run one event (continuous scores): no gather, no reduceat
@@ -83,14 +88,15 @@ def sorted_events(
         return conf
     return SortedEvents(*sort_pairs(*as_pairs(conf, correct)))
 
-# %% ../nbs/02_binning.ipynb #6d6f5b76
+# %% ../nbs/02_binning.ipynb #e76f1a73
 def bin_starts(
     n: int,  # number of events
     *,
     bin_size: int | None = None,  # events per bin (the last bin takes the remainder)
     n_bins: int | None = None,  # number of bins, sizes differing by at most one
 ) -> np.ndarray:  # each bin's first rank (intp, ascending, first 0)
-    "Sorted rank at which each equal-mass bin starts, for `n` events and exactly one of `bin_size`, `n_bins` (no tie handling)."
+    """Sorted rank at which each equal-mass bin starts, for `n` events and exactly one of `bin_size`, `n_bins` (no tie
+    handling)."""
     if (bin_size is None) == (n_bins is None):
         raise ValueError('give exactly one of bin_size and n_bins' + (' (got both)' if bin_size is not None else ''))
     if bin_size is not None:
@@ -99,37 +105,45 @@ def bin_starts(
     nb = check_int('n_bins', n_bins, 1, n, ' (the number of events, so no bin is empty)')
     return np.arange(nb, dtype=np.intp) * n // nb
 
+# %% ../nbs/02_binning.ipynb #4aac1d5c
 def bin_spec(
     n_bins: int | None = None,  # number of equal-mass bins
     bin_size: int | None = None,  # events per bin, instead of `n_bins`
 ) -> dict:  # `{'n_bins': B}` or `{'bin_size': b}`, the keyword arguments of the binned metrics
-    "The bin specification every binned metric takes: `{'n_bins': B}` or `{'bin_size': b}`; neither → the settings' n_bins; both → ValueError."
-    if n_bins is not None and bin_size is not None: raise ValueError('give exactly one of bin_size and n_bins (got both)')
+    """The bin specification every binned metric takes: `{'n_bins': B}` or `{'bin_size': b}`; neither → the settings'
+    n_bins; both → ValueError."""
+    if n_bins is not None and bin_size is not None:
+        raise ValueError('give exactly one of bin_size and n_bins (got both)')
     return {'bin_size': bin_size} if bin_size is not None else {'n_bins': default('n_bins', n_bins)}
 
-# %% ../nbs/02_binning.ipynb #4e4fa793
+# %% ../nbs/02_binning.ipynb #f222a98c
 def wsum(
     a: np.ndarray,  # values, summed along the last axis
     w: np.ndarray,  # one weight per value of that axis
 ) -> np.ndarray:  # Σ a·w, with the last axis summed away
-    "Σ a·w along the last axis, summed in the same order on every processor (einsum; a BLAS dot's order depends on the CPU's kernel)."
+    """Σ a·w along the last axis, summed in the same order on every processor (einsum; a BLAS dot's order depends on
+    the CPU's kernel)."""
     return np.einsum('...i,i->...', a, w)
 
+# %% ../nbs/02_binning.ipynb #ae2864c8
 def aggregate_gaps(
     gaps: np.ndarray,  # per-bin |conf − acc| along the last axis (several draws along the first)
     weight: np.ndarray,  # each bin's share of the events
     norm: str,  # 'l1', 'l2', 'sq' or 'max'
 ) -> np.ndarray:  # the error of each row of `gaps`
-    "The `norm` of per-bin gaps along the last axis: 'l1' Σw|g|, 'l2' √Σw g², 'sq' Σw g² (CalibMSE), 'max' max over bins with weight."
+    """The `norm` of per-bin gaps along the last axis: 'l1' Σw|g|, 'l2' √Σw g², 'sq' Σw g² (CalibMSE), 'max' max
+    over bins with weight."""
     check_choice('norm', norm, ('l1', 'l2', 'sq', 'max'))
     if norm == 'l1': return wsum(gaps, weight)
     if norm == 'sq': return wsum(gaps ** 2, weight)
     if norm == 'l2': return np.sqrt(wsum(gaps ** 2, weight))
     return np.where(weight > 0, gaps, 0).max(axis=-1)
 
+# %% ../nbs/02_binning.ipynb #76351dd7
 @dataclass(frozen=True)
 class BinStats:
-    "Sufficient statistics of binned events: per bin count, sums, and confidence range; owns the error terms every metric uses."
+    """Sufficient statistics of binned events: per bin count, sums, and confidence range; owns the error terms every
+    metric uses."""
     n: np.ndarray            # events per bin (int64)
     sum_conf: np.ndarray     # Σ conf (float64)
     sum_correct: np.ndarray  # Σ correct (float64)
@@ -157,7 +171,8 @@ class BinStats:
         return np.where(self.n > 0, np.abs(np.nan_to_num(self.conf - self.acc)), 0.0)
     @property
     def noise(self) -> np.ndarray:
-        "Per-bin unbiased estimate of Var(acc) = p(1−p)/n, i.e. acc(1−acc)/(n−1) (0 for bins of at most one event)."
+        """Per-bin unbiased estimate of Var(acc) = p(1−p)/n, i.e. acc(1−acc)/(n−1) (0 for bins of at most one
+        event)."""
         acc = np.nan_to_num(self.acc)
         return np.divide(acc * (1 - acc), self.n - 1, out=np.zeros(len(self.n)), where=self.n > 1)
     def error(self, norm: str = 'l1') -> float:
@@ -167,11 +182,12 @@ class BinStats:
         "CalibMSE of these bins, Σ n_i/N (conf_i − acc_i)², minus Σ n_i/N · noise_i when `debias`."
         return self.error('sq') - (float(wsum(self.noise, self.weight)) if debias else 0.0)
     def brier(self) -> float:
-        "The Brier score (1/N)Σ(q − y)² = (Σq² − 2Σq·y + Σy)/N, exact from the moments (stats built with `moments=True`)."
+        """The Brier score (1/N)Σ(q − y)² = (Σq² − 2Σq·y + Σy)/N, exact from the moments (stats built with
+        `moments=True`)."""
         if self.sum_conf2 is None: raise ValueError('the Brier score needs BinStats built with moments=True')
         return float((self.sum_conf2.sum() - 2 * self.sum_conf_correct.sum() + self.sum_correct.sum()) / self.total)
 
-# %% ../nbs/02_binning.ipynb #9165ba75
+# %% ../nbs/02_binning.ipynb #9f3e82c3
 SLICE_MIN = 1024   # bins averaging at least this many events are summed slice by slice, smaller ones by one reduceat
 
 def stats_from_sorted(
@@ -180,17 +196,20 @@ def stats_from_sorted(
     starts: np.ndarray,  # rank at which each bin starts (ascending, first 0)
     moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
 ) -> BinStats:  # the bins' counts and sums
-    "`BinStats` of sorted confidences `cs` and 0/1 outcomes `ys` (uint8) cut at ranks `starts` (contiguous bins, first start 0)."
+    """`BinStats` of sorted confidences `cs` and 0/1 outcomes `ys` (uint8) cut at ranks `starts` (contiguous bins, first
+    start 0)."""
     ends = np.append(starts[1:], len(cs))
     f64 = lambda: cs.astype(np.float64, copy=False)          # float32 confidences: moments products in float64
     if len(starts) * SLICE_MIN <= len(cs):                  # few large bins: slice sums, no full-size temporaries
         bins = [slice(s, e) for s, e in zip(starts, ends)]
         sums = lambda f: np.array([f(b) for b in bins], dtype=np.float64)
         yb = ys.view(bool)
-        s = dict(sum_conf=sums(lambda b: cs[b].sum(dtype=np.float64)), sum_correct=sums(lambda b: np.count_nonzero(yb[b])))
+        s = dict(sum_conf=sums(lambda b: cs[b].sum(dtype=np.float64)),
+                 sum_correct=sums(lambda b: np.count_nonzero(yb[b])))
         if moments:
             c64, yf = f64(), ys.astype(np.float64)
-            s |= dict(sum_conf2=sums(lambda b: wsum(c64[b], c64[b])), sum_conf_correct=sums(lambda b: wsum(c64[b], yf[b])))
+            s |= dict(sum_conf2=sums(lambda b: wsum(c64[b], c64[b])),
+                      sum_conf_correct=sums(lambda b: wsum(c64[b], yf[b])))
     else:                                                    # many small bins: one pass per sum
         sums = lambda a: np.add.reduceat(a, starts, dtype=np.float64)
         s = dict(sum_conf=sums(cs), sum_correct=sums(ys))
@@ -198,6 +217,7 @@ def stats_from_sorted(
     return BinStats(n=(ends - starts).astype(np.int64), lo=cs[starts].astype(np.float64),
                     hi=cs[ends - 1].astype(np.float64), **s)
 
+# %% ../nbs/02_binning.ipynb #47f01272
 def equal_mass_stats(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `SortedEvents`)
     correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or a `SortedEvents`)
@@ -206,14 +226,14 @@ def equal_mass_stats(
     n_bins: int | None = None,  # number of bins
     moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
 ) -> BinStats:  # the bins' counts and sums, in ascending confidence
-    "`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`; ties kept together); `moments` adds Σconf², Σconf·correct."
+    """`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`; ties kept together); `moments` adds Σconf²,
+    Σconf·correct."""
     se = sorted_events(conf, correct)
     starts = bin_starts(len(se.cs), bin_size=bin_size, n_bins=n_bins)
     return stats_from_sorted(se.cs, se.ys, keep_ties(se.cs, starts), moments)
 
-# %% ../nbs/02_binning.ipynb #f17ea7b8
+# %% ../nbs/02_binning.ipynb #4e98f686
 MAX_FIXED_BINS = 10**7   # fixed-width bins beyond this would need GBs of per-bin arrays (5 float64 sums per bin)
-FREE_FIXED_BINS = 10**4  # fixed-width bins allowed for any number of events; beyond it, at most one bin per event
 
 def fixed_width_edges(
     n_bins: int,  # number of bins
@@ -222,6 +242,7 @@ def fixed_width_edges(
     nb = check_int('n_bins', n_bins, 1, MAX_FIXED_BINS, ' (fixed-width bins: more cannot fit in memory)')
     return np.arange(nb + 1) / nb
 
+# %% ../nbs/02_binning.ipynb #73c6f0b3
 def fixed_width_index(
     c: np.ndarray,  # confidences in [0, 1]
     edges: np.ndarray,  # bin edges from `fixed_width_edges`
@@ -233,6 +254,9 @@ def fixed_width_index(
     j += (c >= edges[j + 1]) & (j < b - 1)
     return j
 
+# %% ../nbs/02_binning.ipynb #1b305b98
+FREE_FIXED_BINS = 10**4  # fixed-width bins allowed for any number of events; beyond it, at most one bin per event
+
 def fixed_width_stats(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
     correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
@@ -241,7 +265,8 @@ def fixed_width_stats(
     moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
 ) -> BinStats:  # every bin's counts and sums, empty ones included
     "`BinStats` of `n_bins` equal-width bins on [0, 1] (default: the study default); empty bins have n = 0."
-    nb = check_int('n_bins', default('n_bins', n_bins), 1, MAX_FIXED_BINS, ' (fixed-width bins: more cannot fit in memory)')
+    nb = check_int('n_bins', default('n_bins', n_bins), 1, MAX_FIXED_BINS,
+                   ' (fixed-width bins: more cannot fit in memory)')
     c, y = as_pairs(conf, correct)
     check_int('n_bins', nb, 1, max(FREE_FIXED_BINS, len(c)), f' (fixed-width bins for {len(c)} events: at most '
               f'{FREE_FIXED_BINS:,} or one per event; more are nearly all empty and would only cost memory)')
@@ -254,9 +279,10 @@ def fixed_width_stats(
         for row, w in enumerate([None, c64, yy] + ([c64 * c64, np.where(yy == 1, c64, 0.0)] if moments else [])):
             sums[row] += np.bincount(j, weights=w, minlength=b)
     extra = dict(sum_conf2=sums[3], sum_conf_correct=sums[4]) if moments else {}
-    return BinStats(n=sums[0].astype(np.int64), sum_conf=sums[1], sum_correct=sums[2], lo=edges[:-1], hi=edges[1:], **extra)
+    return BinStats(n=sums[0].astype(np.int64), sum_conf=sums[1], sum_correct=sums[2], lo=edges[:-1], hi=edges[1:],
+                    **extra)
 
-# %% ../nbs/02_binning.ipynb #2dd85dc2
+# %% ../nbs/02_binning.ipynb #4b1d0ade
 def z_value(
     level: float | None = None,  # confidence level in (0, 1) (default: the settings' ci_level)
 ) -> float:  # the z with P(|Z| <= z) = level
@@ -265,6 +291,7 @@ def z_value(
     level = check_float('level', level, 0, 1, lo_open=True, hi_open=True)
     return NormalDist().inv_cdf(0.5 + level / 2)
 
+# %% ../nbs/02_binning.ipynb #6bc1ee1b
 def bin_table(
     stats: BinStats,  # binned events
     level: float | None = None,  # confidence level of the intervals (default: the settings' ci_level)
@@ -278,6 +305,7 @@ def bin_table(
     df.index.name = 'bin'
     return df
 
+# %% ../nbs/02_binning.ipynb #f3d495c8
 def equal_mass_bins(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
     correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
@@ -289,6 +317,7 @@ def equal_mass_bins(
     "Equal-mass bins (exactly one of `bin_size`, `n_bins`) as a table: `lo, hi, n, conf, acc, se, ci_lo, ci_hi`."
     return bin_table(equal_mass_stats(conf, correct, bin_size=bin_size, n_bins=n_bins), level)
 
+# %% ../nbs/02_binning.ipynb #d5e539c1
 def fixed_width_bins(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
     correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
@@ -299,7 +328,7 @@ def fixed_width_bins(
     "`n_bins` equal-width bins on [0, 1] as a table (same columns; empty bins: n = 0, NaN statistics)."
     return bin_table(fixed_width_stats(conf, correct, n_bins=n_bins), level)
 
-# %% ../nbs/02_binning.ipynb #8b3a2b62
+# %% ../nbs/02_binning.ipynb #22be6560
 DING_Z = 1.645   # Ding et al.'s z (90% two-sided)
 
 def _full(cd: np.ndarray, s: int, j: int) -> bool:
@@ -331,13 +360,15 @@ def ding_sizes(
         size[:-1] -= e; size[-1] += e * (len(size) - 1)
     return size
 
+# %% ../nbs/02_binning.ipynb #2137387c
 def adaptive_stats(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
     correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
     *,
     moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
 ) -> BinStats:  # the adaptive bins' counts and sums, in ascending confidence
-    "`BinStats` of Ding et al.'s (2020, §3) adaptive bins, as `calibration_metric`'s adaptive strategy builds them; bins in ascending order."
+    """`BinStats` of Ding et al.'s (2020, §3) adaptive bins, as `calibration_metric`'s adaptive strategy builds them;
+    bins in ascending order."""
     c, y = as_pairs(conf, correct)
     c = c.astype(np.float64, copy=False)
     cs, ys = sort_pairs(c, y)                          # one packed-key sort; read backwards = descending
@@ -354,7 +385,8 @@ def adaptive_stats(
         d = float(np.count_nonzero(y[c == v][:m]) - min(m, int(np.count_nonzero(ys[lo:hi]))))
         st.sum_correct[i] += d; st.sum_correct[i + 1] -= d
         if moments: st.sum_conf_correct[i] += d * v; st.sum_conf_correct[i + 1] -= d * v
-    return BinStats(**{k: None if v is None else v[::-1].copy() for k, v in vars(st).items()} | dict(lo=st.hi[::-1].copy(), hi=st.lo[::-1].copy()))
+    flipped = {k: None if v is None else v[::-1].copy() for k, v in vars(st).items()}
+    return BinStats(**flipped | dict(lo=st.hi[::-1].copy(), hi=st.lo[::-1].copy()))
 
 # %% ../nbs/02_binning.ipynb #788d4e16
 _all_ = ['BINNINGS']   # the schemes, defined once in calibkit.config (the numpy-free CLI reads them too)
@@ -368,11 +400,13 @@ def bin_stats(
     binning: str = 'equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive'
     moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
 ) -> BinStats:  # the binned events (`conf` itself when it is a `BinStats`)
-    "`BinStats` of `conf` (events or a `BinStats`, passed through) binned by `binning` ('equal_mass', 'fixed_width', 'adaptive')."
+    """`BinStats` of `conf` (events or a `BinStats`, passed through) binned by `binning` ('equal_mass', 'fixed_width',
+    'adaptive')."""
     check_choice('binning', binning, BINNINGS)
     if isinstance(conf, BinStats):
         if correct is not None: raise TypeError('correct must be None when the first argument is a BinStats')
-        if n_bins is not None or bin_size is not None: raise ValueError('n_bins/bin_size do not apply to a BinStats (already binned)')
+        if n_bins is not None or bin_size is not None:
+            raise ValueError('n_bins/bin_size do not apply to a BinStats (already binned)')
         if moments and conf.sum_conf2 is None: raise ValueError('this metric needs BinStats built with moments=True')
         return conf
     if binning == 'adaptive':
@@ -393,11 +427,11 @@ def group_bins(c,  # confidences
                bin_size=None,  # events per bin, instead of `n_bins`
                binning='equal_mass',  # 'equal_mass' or 'fixed_width' (adaptive: equal-mass)
                ) -> tuple[BinStats, np.ndarray]:  # every group's bins in turn, and each bin's group id
-    """The bins of every group at once (vectorised over groups: no loop over them): one `BinStats` holding each group's bins
-    in turn (ascending confidence within a group, empty bins dropped) and each bin's group id (1..n_groups). Equal-mass bins
-    are cut per group as `equal_mass_stats` cuts them (`n_bins` or `bin_size` capped at the group's events, ties kept
-    together); fixed-width bins are the same edges for every group. Adaptive bins are chosen per group's data, so groups
-    get equal-mass bins under `binning='adaptive'`."""
+    """The bins of every group at once (vectorised over groups: no loop over them): one `BinStats` holding each group's
+    bins in turn (ascending confidence within a group, empty bins dropped) and each bin's group id (1..n_groups).
+    Equal-mass bins are cut per group as `equal_mass_stats` cuts them (`n_bins` or `bin_size` capped at the group's
+    events, ties kept together); fixed-width bins are the same edges for every group. Adaptive bins are chosen per
+    group's data, so groups get equal-mass bins under `binning='adaptive'`."""
     c, y, gid = np.asarray(c), np.asarray(y), np.asarray(gid, np.int64)
     if binning == 'fixed_width':
         edges = fixed_width_edges(default('n_bins', n_bins))
@@ -410,7 +444,8 @@ def group_bins(c,  # confidences
                       lo=np.tile(edges[:-1], n_groups)[keep], hi=np.tile(edges[1:], n_groups)[keep])
         return st, keep // b + 1
     order = np.argsort(c, kind='stable')
-    order = order[np.argsort(gid[order], kind='stable')]  # by group, then by confidence (two sorts: faster than lexsort)
+    # by group, then by confidence (two sorts: faster than lexsort)
+    order = order[np.argsort(gid[order], kind='stable')]
     gs, cs, ys = gid[order], c[order].astype(np.float64), y[order]
     size = np.bincount(gid, minlength=n_groups + 1)[1:]
     g = np.flatnonzero(size)                              # the groups with events (0-based)
@@ -422,7 +457,8 @@ def group_bins(c,  # confidences
     bg = np.repeat(np.arange(len(g)), k)                  # each bin's group (index into g)
     j = np.arange(len(bg)) - np.repeat(np.cumsum(k) - k, k)
     starts = first[bg] + (j * step[bg] if bin_size is not None else j * size[g][bg] // k[bg])
-    # ties: a cut inside a run of equal confidences (within a group) moves to the run's nearer end (its start on a half split)
+    # ties: a cut inside a run of equal confidences (within a group) moves to the run's nearer end
+    # (its start on a half split)
     new = np.r_[True, (gs[1:] != gs[:-1]) | (cs[1:] != cs[:-1])]
     run_lo = np.maximum.accumulate(np.where(new, np.arange(len(cs)), 0))
     run_hi = np.r_[np.flatnonzero(new)[1:], len(cs)][np.cumsum(new) - 1]

@@ -13,8 +13,7 @@ from .events import (check_bool, check_choice, check_float, check_gold, check_in
 # %% auto #0
 __all__ = ['METHODS', 'check_uniforms', 'label_scores', 'conformal_scores', 'conformal_quantile', 'ConformalSets', 'set_summary']
 
-# %% ../nbs/07_conformal.ipynb #4f0a1621
-METHODS = ('lac', 'aps')   # the nonconformity scores `conformal_scores` knows
+# %% ../nbs/07_conformal.ipynb #3fa5a44b
 def check_uniforms(
     u,  # one uniform draw in [0, 1] per row
     n: int,  # the number of rows
@@ -26,6 +25,7 @@ def check_uniforms(
     if bad: raise ValueError(f'u: {bad} of {n} values are outside [0, 1] (or NaN)')
     return u
 
+# %% ../nbs/07_conformal.ipynb #0892a386
 def label_scores(
     p: np.ndarray,  # a validated n×K probability matrix (`check_probs`)
     method: str,  # 'lac' or 'aps'
@@ -41,6 +41,9 @@ def label_scores(
     np.put_along_axis(out, order, np.cumsum(np.take_along_axis(p, order, axis=1), axis=1), axis=1)
     if u is not None: out -= (1 - check_uniforms(u, len(p)))[:, None] * p   # the mass above, plus u times its own
     return out
+
+# %% ../nbs/07_conformal.ipynb #66a6d203
+METHODS = ('lac', 'aps')   # the nonconformity scores `conformal_scores` knows
 
 def conformal_scores(
     scores,  # n×K probability matrix (a frame's columns are the labels)
@@ -60,7 +63,8 @@ def conformal_quantile(
     s,  # calibration nonconformity scores (1-dimensional, finite; may be empty)
     alpha: float,  # miscoverage level in (0, 1)
 ) -> float:
-    "The ⌈(n+1)(1−α)⌉-th smallest of the n scores `s`; +inf when that rank exceeds n (every label is in the set)."
+    """The ⌈(n+1)(1−α)⌉-th smallest of the n scores `s`; +inf when that rank exceeds n (every label is in the
+    set)."""
     alpha = check_float('alpha', alpha, 0, 1, lo_open=True, hi_open=True)
     s = np.asarray(s, dtype=np.float64) if np.size(s) == 0 else numeric_array(s, 's').astype(np.float64, copy=False)
     if s.ndim != 1: raise ValueError(f's must be 1-dimensional, got shape {s.shape}')
@@ -75,7 +79,8 @@ class ConformalSets:
     """Split conformal prediction sets over score matrices, marginal or Mondrian by label group: `fit` on calibration
     scores and gold labels, `predict` a boolean n×K set matrix."""
     def __init__(self,
-                 alpha: float = 0.1,  # miscoverage level in (0, 1): sets hold the gold label with probability ≥ 1 − α
+                 # miscoverage level in (0, 1): sets hold the gold label with probability ≥ 1 − α
+                 alpha: float = 0.1,
                  method: str = 'lac',  # the nonconformity score: 'lac' or 'aps' (see `conformal_scores`)
                  groups=None,  # None: marginal; label -> group (dict, Series) or a group per column: Mondrian
                  labels=None,  # the K label names in column order (default: 0..K-1)

@@ -61,15 +61,7 @@ def risk_coverage(
     return pd.DataFrame({'conf': r.conf[j], 'coverage': K / r.n, 'risk': E / K, 'gen_risk': E / r.n,
                          'oracle_risk': np.maximum(0, K - (r.n - r.errors)) / K})
 
-# %% ../nbs/06_selective.ipynb #1b8e5452
-def _coverage(values, name: str) -> np.ndarray:
-    "Coverages (a number or array-like) as a float64 array in (0, 1], or a ValueError naming `name`."
-    cov = numeric_array(np.atleast_1d(values), name).astype(np.float64)
-    bad = ~((cov > 0) & (cov <= 1))
-    if bad.any():
-        raise ValueError(f'{name} must be in (0, 1]: {int(bad.sum())} of {cov.size} values are not, e.g. {cov[bad][0]}')
-    return cov
-
+# %% ../nbs/06_selective.ipynb #cb398bad
 def expected_errors(
     r: Ranking,     # the runs (`ranking`)
     i,              # numbers of accepted events, 1..n (array-like)
@@ -79,8 +71,18 @@ def expected_errors(
     j = np.searchsorted(r.K, i)                  # the run holding the i-th event
     return r.E[j] - r.e[j] + (i - r.K[j] + r.m[j]) * (r.e[j] / r.m[j])
 
+# %% ../nbs/06_selective.ipynb #39eea4a1
+def _coverage(values, name: str) -> np.ndarray:
+    "Coverages (a number or array-like) as a float64 array in (0, 1], or a ValueError naming `name`."
+    cov = numeric_array(np.atleast_1d(values), name).astype(np.float64)
+    bad = ~((cov > 0) & (cov <= 1))
+    if bad.any():
+        raise ValueError(f'{name} must be in (0, 1]: {int(bad.sum())} of {cov.size} values are not, e.g. {cov[bad][0]}')
+    return cov
+
 def _risk_at(r: Ranking, cov: np.ndarray) -> np.ndarray:
-    "Ē(k)/k for the k = ⌈cov·n⌉ most confident events (cov·n rounded first: 0.9 · 10 is 9, not 9.000000000000002)."
+    """Ē(k)/k for the k = ⌈cov·n⌉ most confident events (cov·n rounded first: 0.9 · 10 is 9, not
+    9.000000000000002)."""
     k = np.maximum(1, np.ceil(np.round(cov * r.n, 9)))
     return expected_errors(r, k) / k
 
@@ -96,7 +98,7 @@ def selective_risk(
     risk = _risk_at(r, cov)
     return float(risk[0]) if np.ndim(coverage) == 0 else risk
 
-# %% ../nbs/06_selective.ipynb #c4671195
+# %% ../nbs/06_selective.ipynb #1833a82f
 def _harmonic(k) -> np.ndarray:
     "H_k − γ = ψ(k + 1): harmonic numbers up to a constant, which cancels in differences."
     return digamma(np.asarray(k) + 1)
@@ -113,16 +115,17 @@ def _aurc(r: Ranking) -> float:
     a = r.E - r.e - (r.K - r.m) * b
     return float(np.sum(a * _harmonic_steps(r) + b * r.m) / r.n)
 
-def _oracle_aurc(r: Ranking) -> float:
-    n_correct = r.n - r.errors
-    return float((r.errors - n_correct * (_harmonic(r.n) - _harmonic(n_correct))) / r.n)
-
 def aurc(
     conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> float:
     "Area under the risk–coverage curve, (1/n) Σ_i Ē(i)/i (Geifman et al. 2019); ties counted in random order."
     return _aurc(ranking(conf, correct))
+
+# %% ../nbs/06_selective.ipynb #8e8b6ac8
+def _oracle_aurc(r: Ranking) -> float:
+    n_correct = r.n - r.errors
+    return float((r.errors - n_correct * (_harmonic(r.n) - _harmonic(n_correct))) / r.n)
 
 def e_aurc(
     conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
@@ -163,7 +166,8 @@ def prr(
     conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> float:
-    "Prediction–rejection ratio (Malinin & Gales 2021): AUGRC's place between a random (0) and the oracle (1) ranking."
+    """Prediction–rejection ratio (Malinin & Gales 2021): AUGRC's place between a random (0) and the oracle (1)
+    ranking."""
     r = ranking(conf, correct)
     _auroc(r)                                    # the same undefined cases, with the same error
     rand, best = r.errors * (r.n + 1) / (2 * r.n ** 2), r.errors * (r.errors + 1) / (2 * r.n ** 2)

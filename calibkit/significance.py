@@ -56,13 +56,14 @@ def cumulative_differences(
     conf,           # confidences in [0, 1], an events frame (`conf`, `correct`) or a `SortedEvents`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> pd.DataFrame:
-    "Tygert's cumulative differences C_k = (1/n)Σ_{i≤k}(y − p), a row per distinct confidence; σ in `attrs['scale']`."
+    """Tygert's cumulative differences C_k = (1/n)Σ_{i≤k}(y − p), a row per distinct confidence; σ in
+    `attrs['scale']`."""
     v, share, path, sigma = _cumulative(sorted_events(conf, correct))
     df = pd.DataFrame({'conf': v, 'share': share, 'cum_diff': path[1:]})
     df.attrs['scale'] = sigma
     return df
 
-# %% ../nbs/05_significance.ipynb #0aa0b000
+# %% ../nbs/05_significance.ipynb #34c5769d
 def brownian_max_abs_sf(
     x: float,   # a threshold, in units of the path's scale σ
 ) -> float:
@@ -76,10 +77,12 @@ def brownian_max_abs_sf(
     terms = (-1.0) ** k / (2 * k + 1) * np.exp(-(2 * k + 1) ** 2 * np.pi ** 2 / (8 * x * x))
     return float(1 - 4 / np.pi * np.sum(terms))
 
+# %% ../nbs/05_significance.ipynb #197bd3b5
 def brownian_range_sf(
     x: float,   # a threshold, in units of the path's scale σ
 ) -> float:
-    "P(max B − min B > x) over t ≤ 1, B a standard Brownian motion (Feller 1951): the asymptotic p-value of ECCE-R/σ."
+    """P(max B − min B > x) over t ≤ 1, B a standard Brownian motion (Feller 1951): the asymptotic p-value of
+    ECCE-R/σ."""
     x = check_float('x', x)
     if x <= 0: return 1.0
     if x >= 1.5:
@@ -88,7 +91,7 @@ def brownian_range_sf(
     h = np.arange(30) + 0.5
     return float(1 - np.sum((8 / (x * x) + 2 / (h * h * np.pi ** 2)) * np.exp(-2 * h * h * np.pi ** 2 / (x * x))))
 
-# %% ../nbs/05_significance.ipynb #bc528f6f
+# %% ../nbs/05_significance.ipynb #48fd1f0c
 def _ecce_path(conf, correct) -> tuple[np.ndarray, float]:
     "C_0..C at each distinct confidence and σ, or a ValueError when σ = 0."
     _, _, path, sigma = _cumulative(sorted_events(conf, correct))
@@ -106,6 +109,7 @@ def ecce_mad_test(
     x = float(np.abs(path).max()) / sigma
     return Significance(x, brownian_max_abs_sf(x), CALIBRATED)
 
+# %% ../nbs/05_significance.ipynb #88dc7b4c
 def ecce_r_test(
     conf,           # confidences in [0, 1], an events frame (`conf`, `correct`) or a `SortedEvents`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
@@ -115,7 +119,7 @@ def ecce_r_test(
     x = float(np.ptp(path)) / sigma
     return Significance(x, brownian_range_sf(x), CALIBRATED)
 
-# %% ../nbs/05_significance.ipynb #419b15db
+# %% ../nbs/05_significance.ipynb #6fb79230
 RESAMPLE_BATCH = 1 << 22   # uniform draws per batch of resamples (32 MB of float64)
 
 def bernoulli_bin_sums(
@@ -134,6 +138,7 @@ def bernoulli_bin_sums(
         out[s:s + k] = np.add.reduceat(rng.random((k, len(p))) < p, starts, axis=1, dtype=np.int64)
     return out
 
+# %% ../nbs/05_significance.ipynb #1ec4e233
 def debiased_sq_gaps(
     n: np.ndarray,          # events per bin (all > 0)
     conf: np.ndarray,       # mean confidence per bin
@@ -211,7 +216,7 @@ def binomial_bands(
     level=None,        # central probability of each band (default: the settings' ci_level)
 ) -> pd.DataFrame:
     "The bins table with `band_lo`, `band_hi` from the quantiles of Binomial(n_b, mean conf_b)/n_b: no resampling."
-    from scipy.stats import binom
+    from scipy.stats import binom   # lazy: scipy.stats is slow to import and only these bands need it
     if not isinstance(stats, BinStats): raise TypeError(f'stats must be a BinStats, got {type(stats).__name__}')
     level = check_float('level', default('ci_level', level), 0, 1, lo_open=True, hi_open=True)
     keep = stats.n > 0

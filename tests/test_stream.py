@@ -8,8 +8,8 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 
 from calibkit.binning import equal_mass_stats, fixed_width_stats
 from calibkit.metrics import calib_mse, ece, gmce
-from calibkit.stream import (CalibrationStream, Digest, bit_length, chunk_digest, compress, levels, bounds, Bounded,
-                             choose_cuts)
+from calibkit.stream import (CalibrationStream, Bounded, _Digest, _bit_length, _chunk_digest, _compress, _levels,
+                             _bounds, _choose_cuts)
 from calibkit.binning import BinStats, bin_starts, sort_pairs
 
 SLACK = 1e-12   # float64 sums added in another order than the in-memory functions add them
@@ -139,12 +139,12 @@ def test_bound_property(n, digits, n_bins, k, batch, seed, a, b):
 def test_bound_formula_hand_case():
     st_ = BinStats(n=np.array([4, 4]), sum_conf=np.array([3.0, 3.0]), sum_correct=np.array([2.0, 2.0]),
                    lo=np.zeros(2), hi=np.ones(2))
-    m, e = bounds(st_, np.array([1, 1]))
+    m, e = _bounds(st_, np.array([1, 1]))
     assert m.value == pytest.approx(0.0625)
     assert m.upper == pytest.approx(0.0625 + 2 * (1 * 4 * (0.5 + 0.0625 + 0.25) / 3) / 8)
     assert e.upper == pytest.approx(0.25 + 2 / 8) and e.lower == pytest.approx(0.0)
     # k >= n: |D^2/n| <= n, so the bin may change the sum by n + k
-    m2, _ = bounds(st_, np.array([4, 0]))
+    m2, _ = _bounds(st_, np.array([4, 0]))
     assert m2.upper == pytest.approx(min(1.0, 0.0625 + (4 + 4) / 8))
 
 
@@ -158,13 +158,13 @@ def test_digest_invariants_and_constant_memory():
         sizes.append(len(acc._digests[0].h))
     d = acc._digests[0]
     t = len(q) // k
-    assert (d.n[levels(d.h) > 0] <= t).all()                         # property 1: inner nodes hold at most N/k
+    assert (d.n[_levels(d.h) > 0] <= t).all()                         # property 1: inner nodes hold at most N/k
     assert (np.diff(d.h) > 0).all()                                   # sorted, no duplicate node
     assert max(sizes) <= 6 * k and max(sizes[5:]) <= 1.5 * min(sizes[5:])   # bounded, flat in N
-    key, lev = d.lo.view(np.int64), levels(d.h)
+    key, lev = d.lo.view(np.int64), _levels(d.h)
     assert ((key >> lev) == d.h - (np.int64(1) << (62 - lev))).all()  # every node's events lie in its cell
     assert ((d.hi.view(np.int64) >> lev) == (key >> lev)).all()
-    cuts = choose_cuts(d, bin_starts(len(q), n_bins=10))
+    cuts = _choose_cuts(d, bin_starts(len(q), n_bins=10))
     T = np.searchsorted(np.sort(q), cuts.value, 'left')
     assert ((cuts.below <= T) & (T <= cuts.below + cuts.straddle)).all()
     assert (cuts.straddle <= 62 * t).all()
@@ -173,7 +173,7 @@ def test_digest_invariants_and_constant_memory():
 def test_bit_length_exact():
     xs = np.r_[0, (np.int64(1) << np.arange(62)) - 1, np.int64(1) << np.arange(62),
                np.random.default_rng(0).integers(0, 2**62, 5000)]
-    assert bit_length(xs).tolist() == [int(v).bit_length() for v in xs]
+    assert _bit_length(xs).tolist() == [int(v).bit_length() for v in xs]
 
 
 def test_chunk_digest_levels_by_brute_force():
@@ -181,8 +181,8 @@ def test_chunk_digest_levels_by_brute_force():
     cs, ys = sort_pairs(q, y)
     k = 40
     t = len(q) // k
-    d = chunk_digest(cs, ys, k)
-    own = np.repeat(levels(d.h), d.n)
+    d = _chunk_digest(cs, ys, k)
+    own = np.repeat(_levels(d.h), d.n)
     key = cs.view(np.int64)
     heavy = lambda i, L: np.count_nonzero((key >> L) == (key[i] >> L)) > t
     for i in range(0, len(q), 13):
@@ -339,12 +339,12 @@ def test_metric_syncs_across_two_processes():
 
 @pytest.mark.parametrize('digits,k', [(None, 64), (2, 16), (None, 5000), (1, 3000)])
 def test_device_digest_equals_host_digest(digits, k):
-    from calibkit.stream import chunk_digest_torch, _combine
+    from calibkit.stream import _chunk_digest_torch, _combine
     rng = np.random.default_rng(16)
     q = rng.beta(5, 2, 20_000)
     q = np.round(q, digits) if digits else q
     y = (rng.random(len(q)) < q).astype(np.uint8)
-    a = _combine(chunk_digest(*sort_pairs(q, y), k))
-    b = _combine(chunk_digest_torch(torch.tensor(q), torch.tensor(y), k))
+    a = _combine(_chunk_digest(*sort_pairs(q, y), k))
+    b = _combine(_chunk_digest_torch(torch.tensor(q), torch.tensor(y), k))
     for f in ('h', 'n', 'sum_correct', 'lo', 'hi'): np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
     np.testing.assert_allclose(a.sum_conf, b.sum_conf, rtol=1e-12)

@@ -49,7 +49,8 @@ def read_conll(
             continue
         cols = line.split(sep)
         if len(cols) < need:
-            raise ValueError(f'{path}:{lineno}: expected at least {need} {sep!r}-separated columns, got {len(cols)}: {line!r}')
+            raise ValueError(f'{path}:{lineno}: expected at least {need} {sep!r}-separated columns, '
+                             f'got {len(cols)}: {line!r}')
         w, t = cols[token_col], cols[tag_col].strip()
         if not w or not t:
             raise ValueError(f'{path}:{lineno}: empty {"token" if not w else "tag"} in {line!r}')
