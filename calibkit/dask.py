@@ -12,10 +12,10 @@ from .config import default, progress, require
 dask = require('dask', 'dask', 'calibkit.dask')
 import dask.array as da, dask.dataframe as dd
 from dask.callbacks import Callback
-from .events import check_int, group_ids, group_map, numeric_array
+from .events import check_group_map, check_int, group_ids, group_slices, numeric_array
 from .binning import BinStats, bin_starts, fixed_width_edges, fixed_width_index, sort_pairs, stats_from_sorted
 from .recalibrators import HistogramBinning
-from .metrics import gmce_table
+from .metrics import group_errors
 
 # %% auto #0
 __all__ = ['dask', 'SKETCH_BUDGET', 'MIN_SKETCH', 'PHI', 'sketch_size', 'compute', 'equal_mass_stats', 'fixed_width_stats',
@@ -89,8 +89,9 @@ def _check_bad(bad) -> int:
 
 # %% ../nbs/70_dask.ipynb #412d048b
 def _groups(groups) -> tuple[pd.Series, pd.Index]:
-    "The label → group map and the sorted index of groups (a group's id is its position), as `calibkit.events.group_ids` makes them."
-    mapping = group_map(groups)
+    """The label → group map and the sorted index of groups (a group's id is its position), as
+    `calibkit.events.group_ids` makes them."""
+    mapping = check_group_map(groups)
     return mapping, group_ids(pd.Series([], dtype=object), mapping)[1]
 
 def _assign(lab, groups) -> tuple[np.ndarray, list]:
@@ -103,8 +104,7 @@ def _by_group(c, y, gid, n_groups):
     "`(group, conf, correct)` of every group: one stable sort by group id, then contiguous slices."
     if gid is None:
         yield 0, c, y; return
-    order = np.argsort(gid, kind='stable')
-    bounds = np.searchsorted(gid[order], np.arange(n_groups + 1))
+    order, bounds = group_slices(gid + 1, n_groups)       # ids 0..n_groups−1 here, 1..n_groups there
     for g in range(n_groups):                      # a loop over groups, not over events
         sl = order[bounds[g]:bounds[g + 1]]
         yield g, c[sl], y[sl]
@@ -226,6 +226,14 @@ def _equal_mass(parts, spec, groups=None, moments=False, sketch=None) -> list[Bi
                       'edges coincide (values are never split across bins here); see equal_mass_error')
     return out
 
+def _in_turn(stats: list, index: pd.Index) -> tuple[BinStats, np.ndarray]:
+    "Every group's non-empty bins of `_equal_mass` in turn and each bin's group (from `index`), as `group_bins` gives them."
+    have = [g for g, st in enumerate(stats) if st is not None]
+    nonempty = [stats[g].nonempty() for g in have]
+    fields = {k: np.concatenate([getattr(s, k) for s in nonempty]) for k, v in vars(nonempty[0]).items() if v is not None}
+    return BinStats(**fields), np.repeat(index.to_numpy()[have], [len(s.n) for s in nonempty])
+
+
 # %% ../nbs/70_dask.ipynb #a6f466f8
 def equal_mass_stats(
     conf,  # confidences: a dask array or series, or a dask events frame with `conf, correct`
@@ -266,15 +274,19 @@ def fixed_width_stats(
 # %% ../nbs/70_dask.ipynb #e23f1ab2
 def gmce(
     events,  # a dask events frame with `conf, correct, label`
-    groups,  # label -> group: a dict, a Series, or a fitted grouper
+    groups,  # label -> group: a dict or a Series
     *,
     n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
 ) -> pd.DataFrame:
-    "GMCE of a dask events frame: one row per group (`group, gmce, n_events, n_labels, n_bins`), as `calibkit.metrics.gmce`."
+    """GMCE of a dask events frame: one row per group with events (`group, gmce, n_events, n_labels, n_bins`), as
+    `calibkit.metrics.gmce`, by the same `calibkit.metrics.group_errors`."""
     n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
     mapping, index = grp = _groups(groups)
     stats = _equal_mass(_parts(events, None, label=True), lambda n: bin_starts(n, n_bins=min(n_bins, int(n))), grp)
-    return gmce_table(stats, index, mapping.value_counts().reindex(index).to_numpy(), n_bins=n_bins)
+    t = group_errors(*_in_turn(stats, index), index, n_bins=n_bins, intervals=False, who='gmce')
+    t.insert(3, 'n_labels', mapping.value_counts().reindex(t.group).to_numpy())
+    return t
+
 
 # %% ../nbs/70_dask.ipynb #7d8a7de7
 class EqualMassError(NamedTuple):
@@ -444,11 +456,7 @@ def group_stats(
     capped = lambda g: (dict(bin_size=min(bin_size, out[g].total)) if bin_size is not None
                         else dict(n_bins=min(n_bins, out[g].total)))
     bound = [equal_mass_error(out[g], **capped(g)).calib_mse for g in have]
-    nonempty = [out[g].nonempty() for g in have]
-    fields = {k: np.concatenate([getattr(s, k) for s in nonempty])
-              for k, v in vars(nonempty[0]).items() if v is not None}
-    return GroupStats(BinStats(**fields), np.repeat(index.to_numpy()[have], [len(s.n) for s in nonempty]),
-                      pd.Series(bound, index=index[have], name='calib_mse_bound'))
+    return GroupStats(*_in_turn(out, index), pd.Series(bound, index=index[have], name='calib_mse_bound'))
 
 
 # %% ../nbs/70_dask.ipynb #53021df7

@@ -10,14 +10,13 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.exceptions import NotFittedError
 from .config import default
 from .events import (as_pairs, check_choice, check_conf, check_correct, check_int, check_float, count_true,
-                             numeric_array)
+                             group_slices, numeric_array)
 from .binning import bin_starts, sort_pairs, tie_runs
 
 # %% auto #0
 __all__ = ['EXPECTED_FAILED_CHECKS', 'NORMALISER_EXPECTED_FAILED_CHECKS', 'as_scores', 'fit_pairs', 'like', 'Recalibrator',
            'equal_mass_edges', 'bin_index', 'HistogramBinning', 'Isotonic', 'logistic_fit', 'Platt', 'BetaCalibration',
-           'fresh', 'ScalingBinning', 'ScalingBinningKLS', 'group_slices', 'Grouped', 'as_uncertainty',
-           'UncertaintyNormaliser']
+           'fresh', 'ScalingBinning', 'ScalingBinningKLS', 'Grouped', 'as_uncertainty', 'UncertaintyNormaliser']
 
 # %% ../nbs/30_recalibrators.ipynb #db6a0c6f
 def _check_both(y: np.ndarray) -> None:
@@ -335,14 +334,6 @@ class ScalingBinningKLS(Recalibrator):
     def _transform(self, c): return self.values_[bin_index(self.edges_, c)]
 
 # %% ../nbs/30_recalibrators.ipynb #b9be400a
-def group_slices(
-    gid: np.ndarray,  # each event's group id, 1..n_groups
-    n_groups: int,  # number of groups
-) -> tuple[np.ndarray, np.ndarray]:  # `order` (event indices by group) and `bounds` (n_groups + 1 offsets)
-    "For group ids 1..n_groups: event indices sorted by group (stable) and `bounds`, group g's events being `order[bounds[g-1]:bounds[g]]`."
-    order = np.argsort(gid.astype(np.int32 if n_groups >= 2**15 else np.int16), kind='stable')
-    return order, np.searchsorted(gid[order], np.arange(1, n_groups + 2))
-
 class Grouped(TransformerMixin, BaseEstimator):
     "One recalibrator per group of tags (Kranzlein, Liu & Schneider 2021), fitted on the group's events; small groups use a pooled model."
 

@@ -10,7 +10,8 @@ from typing import NamedTuple, Sequence
 import numpy as np, pandas as pd
 from .config import default
 from .events import as_pairs, events_from_scores, check_float, check_int
-from .metrics import ece_interval
+from .binning import group_bins
+from .metrics import ece_interval, group_errors
 from .groupers import tag_counts
 from .plugins import grouper as make_grouper, recalibrator as make_recalibrator
 from .recalibrators import Grouped, group_slices
@@ -47,21 +48,17 @@ def _check_events(ev, name: str, threshold: float) -> pd.DataFrame:
 
 # %% ../nbs/42_sparse_study.ipynb #08ee4ffa
 def _scope_errors(c, y, gid, n_groups, n_bins, level, n_samples, seed) -> pd.DataFrame:
-    "One row per scope ('all', then groups '1'..'G'): n_events, n_bins, value, lo, hi."
-    kw = dict(norm='l2', level=level, n_samples=n_samples, seed=seed)
-    order, bounds = group_slices(gid, n_groups)          # ids 1..G: group g + 1 is order[bounds[g]:bounds[g + 1]]
-    rows, small, empty = [], [], []
-    for g in range(-1, n_groups):                       # -1: every event; then a loop over groups
-        idx = slice(None) if g < 0 else order[bounds[g]:bounds[g + 1]]
-        cg, yg = c[idx], y[idx]
-        name = 'all' if g < 0 else str(g + 1)
-        if len(cg) == 0: empty.append(name); rows.append((name, 0, 0, np.nan, np.nan, np.nan)); continue
-        nb = min(n_bins, len(cg))
-        if nb < n_bins: small.append(name)
-        rows.append((name, len(cg), nb, *ece_interval(cg, yg, n_bins=nb, **kw)))
-    if empty: warnings.warn(f'sparse_study: group(s) {empty} have no test events: their GMCE is NaN', stacklevel=4)
-    if small: warnings.warn(f'sparse_study: group(s) {small} have fewer than {n_bins} test events and use one event per bin', stacklevel=4)
+    "One row per scope ('all', then groups '1'..'G'): n_events, n_bins, value, lo, hi (NaN: a group without events)."
+    kw = dict(level=level, n_samples=n_samples, seed=seed)
+    every = np.arange(1, n_groups + 1)
+    t = group_errors(*group_bins(c, y, gid, n_groups, n_bins=n_bins), every, n_bins=n_bins, who='sparse_study', **kw)
+    t = t.set_index('group').reindex(every)             # a group without test events: NaN (said by group_errors)
+    nb = min(n_bins, len(c))
+    rows = [('all', len(c), nb, *ece_interval(c, y, n_bins=nb, norm='l2', **kw))]
+    rows += [(str(g), int(r.n_events), int(r.n_bins), r.gmce, r.lo, r.hi)
+             for g, r in zip(every, t.fillna({'n_events': 0, 'n_bins': 0}).itertuples())]   # a loop over groups
     return pd.DataFrame(rows, columns=['group', 'n_events', 'n_bins', 'value', 'lo', 'hi'])
+
 
 # %% ../nbs/42_sparse_study.ipynb #9dfcd96d
 RECALIBRATORS = ('histogram', 'isotonic', 'scaling_binning_kls')   # Table 1 of the paper; its own scaling-binning variant
@@ -367,7 +364,6 @@ def choose_n_groups(
     seed: int | None = None,  # seed of the folds and of a seeded recalibrator (default: the settings' seed)
 ) -> NGroupsChoice:  # the per-candidate table and the chosen G
     "Cross-validated number of TFG groups on the dev events: held-out SMCE, GMCE and `gmce_eval` (mean GMCE over the finest candidate's groups) per candidate G; the lowest `gmce_eval` wins, ties to the smaller G."
-    from calibkit.metrics import ece
     n_bins, seed = check_int('n_bins', default('n_bins', n_bins), 1), default('seed', seed)
     candidates = sorted({check_int('candidates', g, 1) for g in candidates})
     if not candidates: raise ValueError('candidates is empty')
@@ -375,15 +371,17 @@ def choose_n_groups(
     folds = fold_ids(dev, n_folds, seed)
     rec, _ = _recalibrator(recalibrator, n_bins, seed)
     c, y = dev['conf'].to_numpy(), dev['correct'].to_numpy()
-    l2 = lambda q, yy: ece(q, yy, n_bins=min(n_bins, len(q)), norm='l2')
+    def errors(q, gid, n_groups):
+        "The l2 error of every group (ids 1..n_groups) with events, for confidences q of the dev events."
+        return group_errors(*group_bins(q, y, gid, n_groups, n_bins=n_bins), intervals=False).gmce.to_numpy()
+    l2 = lambda q: errors(q, np.ones(len(q), np.int64), 1)[0]     # SMCE: all events, one group
     def tfg(G):
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', message='tfg: rule')  # fewer groups than asked: reported as n_groups_fitted
             return make_grouper('tfg', n_groups=G).fit(counts)
     def gmces(q, g):
         "GMCE of every non-empty group of the fitted grouper g, for confidences q of the dev events."
-        order, bounds = group_slices(_assign(g, dev['label']), g.n_groups_)
-        return [l2(q[order[bounds[j]:bounds[j + 1]]], y[order[bounds[j]:bounds[j + 1]]]) for j in range(g.n_groups_) if bounds[j + 1] > bounds[j]]
+        return errors(q, _assign(g, dev['label']), g.n_groups_)
     finest = tfg(candidates[-1])                                  # one partition for all candidates: comparable numbers
     rows = []
     for G in candidates:                                          # a loop over candidates and folds, not events
@@ -395,7 +393,7 @@ def choose_n_groups(
                 warnings.simplefilter('ignore')                   # pooled small groups, per fold: the table says enough
                 oof[out] = recalibrate(g, rec, dev[~out], dev[out], min_events=min_events)['conf'].to_numpy()
         gm = gmces(oof, g)
-        rows.append((G, g.n_groups_, l2(oof, y), float(np.mean(gm)), float(np.max(gm)), float(np.mean(gmces(oof, finest)))))
+        rows.append((G, g.n_groups_, l2(oof), float(np.mean(gm)), float(np.max(gm)), float(np.mean(gmces(oof, finest)))))
     t = pd.DataFrame(rows, columns=['n_groups', 'n_groups_fitted', 'smce', 'gmce_mean', 'gmce_max', 'gmce_eval'])
     t.attrs['gmce_eval_before'] = float(np.mean(gmces(c, finest)))
     chosen = int(t.n_groups[t.gmce_eval <= t.gmce_eval.min() + 1e-12].min())
