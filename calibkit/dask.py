@@ -79,7 +79,8 @@ def _check_bad(bad) -> int:
     "Raise the in-memory functions' errors, with counts over all partitions; return the number of events."
     n, ny, nan, inf, out, notbin, misaligned = (int(v) for v in bad)
     if ny != n: raise ValueError(f'correct has {ny} values but conf has {n}: lengths must match')
-    if misaligned: raise ValueError(f'conf and correct are partitioned differently: {misaligned} partition(s) differ in length')
+    if misaligned:
+        raise ValueError(f'conf and correct are partitioned differently: {misaligned} partition(s) differ in length')
     if n == 0: raise ValueError('conf is empty')
     if nan: raise ValueError(f'conf: {nan} of {n} values are NaN')
     if inf: raise ValueError(f'conf: {inf} of {n} values are infinite')
@@ -110,11 +111,13 @@ def _by_group(c, y, gid, n_groups):
         yield g, c[sl], y[sl]
 
 # %% ../nbs/70_dask.ipynb #981d42da
-SKETCH_BUDGET, MIN_SKETCH = 2**22, 256   # default k: the budget of kept values over all partitions (per group) / P, at least 256
+# default k: the budget of kept values over all partitions (per group) / P, at least 256
+SKETCH_BUDGET, MIN_SKETCH = 2**22, 256
 PHI = (np.sqrt(5) - 1) / 2   # partition p's grid is shifted by frac(p·PHI) of a step
 
 def _sketch(cs: np.ndarray, k: int, phase: float) -> tuple[np.ndarray, np.ndarray]:
-    "Values of sorted `cs` at the first, the last and k evenly spaced ranks shifted by `phase` of a step, and each one's increment of the estimated count of events <= it."
+    """Values of sorted `cs` at the first, the last and k evenly spaced ranks shifted by `phase` of a step, and each
+    one's increment of the estimated count of events <= it."""
     ranks = np.unique(np.r_[0, ((np.arange(k) + phase) * (len(cs) - 1) / k).astype(np.int64), len(cs) - 1])
     w = np.diff(ranks, prepend=-1, append=len(cs))     # events from the previous kept rank (excl.) to this one (incl.)
     return cs[ranks], (w[:-1] + w[1:]) / 2
@@ -145,7 +148,8 @@ def _summary(part, k: int, phase: float, groups=None):
     return bad, counts, sketch, unknown
 
 def _edges(sketches: list, starts: np.ndarray) -> np.ndarray:
-    "Edge of every bin after the first: the first kept value whose estimated count of events <= it reaches its start rank + 1."
+    """Edge of every bin after the first: the first kept value whose estimated count of events <= it reaches its start
+    rank + 1."""
     v, d = (np.concatenate(x) for x in zip(*[s for s in sketches if s is not None]))
     o = np.argsort(v, kind='stable')
     return v[o][np.searchsorted(np.cumsum(d[o]), starts[1:] + 1)]
@@ -227,10 +231,12 @@ def _equal_mass(parts, spec, groups=None, moments=False, sketch=None) -> list[Bi
     return out
 
 def _in_turn(stats: list, index: pd.Index) -> tuple[BinStats, np.ndarray]:
-    "Every group's non-empty bins of `_equal_mass` in turn and each bin's group (from `index`), as `group_bins` gives them."
+    """Every group's non-empty bins of `_equal_mass` in turn and each bin's group (from `index`), as `group_bins` gives
+    them."""
     have = [g for g, st in enumerate(stats) if st is not None]
     nonempty = [stats[g].nonempty() for g in have]
-    fields = {k: np.concatenate([getattr(s, k) for s in nonempty]) for k, v in vars(nonempty[0]).items() if v is not None}
+    fields = {k: np.concatenate([getattr(s, k) for s in nonempty])
+              for k, v in vars(nonempty[0]).items() if v is not None}
     return BinStats(**fields), np.repeat(index.to_numpy()[have], [len(s.n) for s in nonempty])
 
 
@@ -245,10 +251,13 @@ def equal_mass_stats(
     sketch=None,  # values kept per partition to place the bin edges (default: see `sketch_size`)
 ) -> BinStats:
     "`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`) of dask data: sketched edges, exact sums."
-    if (bin_size is None) == (n_bins is None): bin_starts(1, bin_size=bin_size, n_bins=n_bins)   # the core's error, before any pass
+    if (bin_size is None) == (n_bins is None):
+        bin_starts(1, bin_size=bin_size, n_bins=n_bins)       # the core's error, before any pass
     spec = partial(bin_starts, bin_size=bin_size, n_bins=n_bins)
     return _equal_mass(_parts(conf, correct), spec, moments=moments, sketch=sketch)[0]
 
+
+# %% ../nbs/70_dask.ipynb #0d814abf
 def _fixed_width_block(part, n_bins: int, moments: bool):
     c, y, bad = _clean(*part[:2])
     j = fixed_width_index(c, fixed_width_edges(n_bins))
@@ -301,7 +310,8 @@ def equal_mass_error(
     bin_size=None,  # events per equal-mass bin, instead of `n_bins`
     n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
 ) -> EqualMassError:
-    "Rank error of every bin start of `stats` against exact equal-mass bins (same specification), and the bounds it implies."
+    """Rank error of every bin start of `stats` against exact equal-mass bins (same specification), and the bounds it
+    implies."""
     n, total = stats.n.astype(np.float64), stats.total
     target = bin_starts(total, bin_size=bin_size, n_bins=n_bins)
     if len(target) != len(n):
@@ -359,6 +369,8 @@ def histogram_binning(
     # its bins are (upper edge of the previous, upper edge]: a bin's largest confidence is its upper edge
     return HistogramBinning.from_bins(st.hi[:-1], st.n, st.acc)
 
+
+# %% ../nbs/70_dask.ipynb #cccc04d6
 def transform(
     recalibrator,  # a fitted recalibrator (`calibkit.recalibrator(...)` after `fit`)
     data,  # a dask array, series or events frame of confidences

@@ -26,7 +26,8 @@ def calib_mse(
     n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
     debias: bool = False,  # subtract the expected sampling noise of each bin (the thesis' debiased estimate)
 ) -> float:
-    "CalibMSE = Σ_i |B_i|/N (conf_i − acc_i)² over equal-mass bins (`n_bins` or `bin_size`; default the settings' n_bins), or over a given `BinStats`."
+    """CalibMSE = Σ_i |B_i|/N (conf_i − acc_i)² over equal-mass bins (`n_bins` or `bin_size`; default the settings'
+    n_bins), or over a given `BinStats`."""
     debias = check_bool('debias', debias)
     return bin_stats(conf, correct, bin_size=bin_size, n_bins=n_bins).sq_error(debias)
 
@@ -44,13 +45,14 @@ def _check_samples(n_samples, level, seed):
     return n_samples, level, seed
 
 def _warn_degenerate(st: BinStats, iv: Interval, what: str) -> Interval:
-    "Warn (once, with counts) when an interval has zero width (to rounding): it then reflects no spread in the data, not certainty."
+    """Warn (once, with counts) when an interval has zero width (to rounding): it then reflects no spread in the data,
+    not certainty."""
     if iv.hi - iv.lo > 1e-12 * (1 + abs(iv.estimate)): return iv
     acc, n = st.acc, st.n
     pure, single = int(np.count_nonzero((n > 1) & ((acc == 0) | (acc == 1)))), int(np.count_nonzero(n == 1))
-    warnings.warn(f'{what}: the interval is degenerate (zero width) and does not mean certainty: {st.total} event(s) in '
-                  f'{len(n)} bin(s), {pure} bin(s) with accuracy 0 or 1 and {single} single-event bin(s), so resampling '
-                  'has no spread. Use more events or fewer bins.', stacklevel=3)
+    warnings.warn(f'{what}: the interval is degenerate (zero width) and does not mean certainty: {st.total} event(s) '
+                  f'in {len(n)} bin(s), {pure} bin(s) with accuracy 0 or 1 and {single} single-event bin(s), so '
+                  'resampling has no spread. Use more events or fewer bins.', stacklevel=3)
     return iv
 
 # %% ../nbs/03_metrics.ipynb #14d2aee9
@@ -63,9 +65,10 @@ def _normal_gaps(st: BinStats, n_samples: int, rng) -> np.ndarray:
 DRAWS_AT_ONCE = 1 << 22   # resampled bin values held at once (32 MB of float64): memory does not grow with n_samples
 
 def _normal_interval(st: BinStats, norm: str, n_samples: int, level: float, rng, debias: bool = False) -> Interval:
-    "Point estimate from the bins; interval = mean ± z·sd of the metric under per-bin Normal resampling (debias: estimate ± z·sd)."
+    """Point estimate from the bins; interval = mean ± z·sd of the metric under per-bin Normal resampling (debias:
+    estimate ± z·sd)."""
     st = st.nonempty()                                 # empty bins carry no weight and have no accuracy to resample
-    step = max(1, DRAWS_AT_ONCE // len(st.n))          # resamples per step; one stream, so the draws do not depend on it
+    step = max(1, DRAWS_AT_ONCE // len(st.n))          # resamples per step; one stream: the draws do not depend on it
     vals = np.concatenate([aggregate_gaps(_normal_gaps(st, min(step, n_samples - s), rng), st.weight, norm)
                            for s in range(0, n_samples, step)])
     h = z_value(level) * vals.std(ddof=1)
@@ -99,7 +102,8 @@ def _resample_stats(cs: np.ndarray, ys1: np.ndarray, first: np.ndarray, w: np.nd
 
 def _bootstrap_samples(conf, correct, spec: dict, n_samples: int, rng, chunk: int = 8,
                        debias: bool = False) -> np.ndarray:
-    "CalibMSE of `n_samples` bootstrap resamples of the events, re-binned with the same bin specification (ties kept together)."
+    """CalibMSE of `n_samples` bootstrap resamples of the events, re-binned with the same bin specification (ties kept
+    together)."""
     c, y = as_pairs(conf, correct)
     n = len(c)
     if n >= 2**31:
@@ -135,7 +139,8 @@ def calib_mse_interval(
     seed=None,  # random seed of the resampling (default: the settings' seed)
     debias: bool = False,  # subtract the expected sampling noise of each bin (the thesis' debiased estimate)
 ) -> Interval:
-    "CalibMSE with a `level` interval by the thesis' per-bin Normal sampling or the event bootstrap; 'normal' also takes a `BinStats`."
+    """CalibMSE with a `level` interval by the thesis' per-bin Normal sampling or the event bootstrap; 'normal' also
+    takes a `BinStats`."""
     check_choice('method', method, ('normal', 'bootstrap'))
     debias = check_bool('debias', debias)
     n_samples, level, seed = _check_samples(n_samples, level, seed)
@@ -163,10 +168,13 @@ def ece(
     norm='l1',  # how bin gaps are aggregated: 'l1' (mean), 'l2' (root mean square) or 'max'
     binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive' (Ding et al. 2020)
 ) -> float:
-    "Expected calibration error with `norm` l1, l2 or max over `binning` bins ('equal_mass', 'fixed_width', 'adaptive' = Ding et al.), or over a `BinStats`."
+    """Expected calibration error with `norm` l1, l2 or max over `binning` bins ('equal_mass', 'fixed_width', 'adaptive'
+    = Ding et al.), or over a `BinStats`."""
     check_choice('norm', norm, NORMS)
     return bin_stats(conf, correct, n_bins=n_bins, bin_size=bin_size, binning=binning).error(norm)
 
+
+# %% ../nbs/03_metrics.ipynb #e7dfdf45
 def ece_interval(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
     correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
@@ -183,7 +191,8 @@ def ece_interval(
     check_choice('norm', norm, NORMS)
     n_samples, level, seed = _check_samples(n_samples, level, seed)
     st = bin_stats(conf, correct, n_bins=n_bins, bin_size=bin_size, binning=binning)
-    return _warn_degenerate(st, _normal_interval(st, norm, n_samples, level, np.random.default_rng(seed)), 'ece_interval')
+    iv = _normal_interval(st, norm, n_samples, level, np.random.default_rng(seed))
+    return _warn_degenerate(st, iv, 'ece_interval')
 
 # %% ../nbs/03_metrics.ipynb #3af8bb7f
 def smce(
@@ -192,7 +201,8 @@ def smce(
     n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
     bin_size=None,  # events per equal-mass bin, instead of `n_bins`
 ) -> float:
-    "Shared marginal calibration error: pooled equal-mass l2 error over marginal events (an events frame or a `BinStats`)."
+    """Shared marginal calibration error: pooled equal-mass l2 error over marginal events (an events frame or a
+    `BinStats`)."""
     return ece(events, n_bins=n_bins, bin_size=bin_size, norm='l2')
 
 # %% ../nbs/03_metrics.ipynb #8d67932b
@@ -232,7 +242,7 @@ def group_errors(
     level=None,  # interval level (default: the settings' ci_level)
     n_samples=None,  # resamples per interval (default: the settings' ci_samples)
     seed=None,  # their seed (default: the settings' seed)
-    budget: int | None = None,  # resampled values spent at most (n_samples × bins); beyond it: no intervals (NaN, said)
+    budget: int | None = None,  # resampled values spent at most (n_samples × bins); beyond: no intervals (NaN, said)
     who: str | None = None,  # the caller, named at the start of each warning
 ) -> pd.DataFrame:  # one row per group with events, in `bg`'s order: `group, gmce, lo, hi, n_events, n_bins`
     """The calibration error of every group (GMCE, the l2 error of its bins) at once, no loop over groups; with
@@ -275,8 +285,8 @@ def group_errors(
     else:
         lo, hi = _group_intervals(st, bounds, nb, w, n_samples, level, seed)
         flat = int(np.count_nonzero(hi - lo <= 1e-12 * (1 + gmce)))
-        if flat: warnings.warn(f'{head}{flat} of {len(nb):,} groups have a degenerate (zero-width) interval: their bins '
-                               'hold one event or only correct or only wrong events, so resampling has no spread',
+        if flat: warnings.warn(f'{head}{flat} of {len(nb):,} groups have a degenerate (zero-width) interval: their '
+                               'bins hold one event or only correct or only wrong events, so resampling has no spread',
                                stacklevel=2)
     t.insert(2, 'lo', lo)
     t.insert(3, 'hi', hi)
