@@ -208,7 +208,7 @@ def smce(
 # %% ../nbs/03_metrics.ipynb #8d67932b
 def _some(names, at_most: int = 10) -> str:
     "Up to `at_most` of `names` as a list's text, '…' when there are more."
-    names = list(names)
+    names = pd.Index(names).tolist()                     # plain numbers and strings (no np.int64(...))
     return str(names[:at_most])[:-1] + (', …]' if len(names) > at_most else ']')
 
 def _group_intervals(st: BinStats, bounds: np.ndarray, nb: np.ndarray, w: np.ndarray, n_samples: int, level: float,
