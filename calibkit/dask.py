@@ -6,16 +6,18 @@
 from __future__ import annotations
 import warnings
 from functools import partial
+from pathlib import Path
 from typing import NamedTuple
 import numpy as np, pandas as pd
 from .config import default, progress, require
 dask = require('dask', 'dask', 'calibkit.dask')
 import dask.array as da, dask.dataframe as dd
 from dask.callbacks import Callback
-from .events import check_group_map, check_int, group_ids, group_slices, numeric_array
+from .events import check_choice, check_group_map, check_int, group_ids, group_slices, numeric_array
 from .binning import BinStats, bin_starts, fixed_width_edges, fixed_width_index, sort_pairs, stats_from_sorted
 from .recalibrators import HistogramBinning
 from .metrics import group_errors
+from .inputs import EVENT_SUFFIXES, InputError, check_schemas, event_files, show_path
 
 # %% auto #0
 __all__ = ['dask', 'SKETCH_BUDGET', 'MIN_SKETCH', 'PHI', 'sketch_size', 'compute', 'equal_mass_stats', 'fixed_width_stats',
@@ -383,10 +385,6 @@ def transform(
     raise TypeError(f'data must be a dask array, series or events frame, got {type(data).__name__}')
 
 # %% ../nbs/70_dask.ipynb #afda3241
-from pathlib import Path
-from .events import check_choice
-from .inputs import EVENT_SUFFIXES, InputError, check_schemas, event_files, show_path
-
 def read_events(
     spec,  # a folder, glob or file of Parquet or CSV/TSV events (`calibkit.inputs.event_files`), or a list of files
     *,

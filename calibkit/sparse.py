@@ -11,6 +11,9 @@ import numpy as np, pandas as pd
 from .config import default
 from .events import as_pairs, events_from_scores, check_float, check_int
 from .binning import group_bins
+from .datasets import bundled
+from .datasets.ud import read_conllu, words_frame
+from .models.taggers import SoftmaxTagger
 from .metrics import ece_interval, group_errors
 from .groupers import tag_counts
 from .plugins import grouper as make_grouper, recalibrator as make_recalibrator
@@ -455,7 +458,6 @@ class EWTEvents(NamedTuple):
 
 def _data_dir(data_dir) -> Path:
     if data_dir is None:
-        from calibkit.datasets import bundled
         data_dir = bundled('ud_ewt')
     d = Path(data_dir)
     missing = [f for f in EWT_FILES if not (d/f).is_file()]
@@ -475,8 +477,6 @@ def ewt_study_events(
     """Train a softmax tagger on the `train` part of UD EWT and return the thresholded marginal events of `recal`/`eval`
     and the training counts."""
     from sklearn.exceptions import ConvergenceWarning
-    from calibkit.datasets.ud import read_conllu, words_frame
-    from calibkit.models.taggers import SoftmaxTagger
     threshold, d = _check_threshold(threshold), _data_dir(data_dir)
     sents = [s for f in EWT_FILES for s in read_conllu(d/f)]
     part = ewt_split(sents)
