@@ -41,6 +41,8 @@ def as_scores(
         a = np.asarray(a)[:, 0]
     return check_conf(a)
 
+
+# %% ../nbs/30_recalibrators.ipynb #31f98f8b
 def fit_pairs(
     X,  # confidences, shape (n,) or (n, 1), or an events frame with `conf, correct`
     y=None,  # outcomes, 1/True = correct (None when X is a frame)
@@ -51,6 +53,8 @@ def fit_pairs(
     c = as_scores(X)
     return c, check_correct(y, len(c))
 
+
+# %% ../nbs/30_recalibrators.ipynb #8d25d9a8
 def like(
     X,  # what `transform` was given: scores (n,) or (n, 1), a Series, or an events frame
     out: np.ndarray,  # the recalibrated confidences, shape (n,)
@@ -63,6 +67,8 @@ def like(
     if isinstance(X, pd.Series): return pd.Series(out, index=X.index, name=X.name)
     return out[:, None] if np.ndim(X) == 2 else out
 
+
+# %% ../nbs/30_recalibrators.ipynb #6af8951f
 class Recalibrator(TransformerMixin, BaseEstimator):
     """Base class, a scikit-learn transformer: `fit(X, y)` on held-out events, `transform(X)` maps confidences (the
     caller's container back)."""
@@ -112,6 +118,8 @@ def equal_mass_edges(
     hi = np.sort(c)[last]                                   # numpy 2's vectorised sort beats np.partition here
     return np.unique(hi[:-1][hi[:-1] < hi[-1]])
 
+
+# %% ../nbs/30_recalibrators.ipynb #2737e37e
 def bin_index(
     edges: np.ndarray,  # upper edges of all bins but the last (`equal_mass_edges`)
     s: np.ndarray,  # scores
@@ -305,6 +313,8 @@ def fresh(
                         f'{type(recal).__name__} {recal!r}')
     return clone(recal)
 
+
+# %% ../nbs/30_recalibrators.ipynb #f5cd677d
 class ScalingBinning(Recalibrator):
     """Scaling-binning (Kumar, Liang & Ma 2019, §4): a scaling function fit on one part, then its outputs binned (equal
     mass) on the other."""
@@ -487,6 +497,8 @@ def as_uncertainty(
                          'uncertainty scores must be finite')
     return a
 
+
+# %% ../nbs/30_recalibrators.ipynb #3f5d3043
 class UncertaintyNormaliser(Recalibrator):
     """An unbounded uncertainty score (entropy, NLL, semantic entropy: higher = less confident) mapped to a confidence
     in [0, 1] by a non-increasing fit of correctness on held-out events: isotonic (default) or logistic (Platt)."""
