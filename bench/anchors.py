@@ -90,7 +90,7 @@ def anchors():
 
 def metric_rows(q, y, repeat, A):
     "(task, implementation, seconds, value) for equal-mass and fixed-width metrics."
-    ev = calibkit.events(q, y)
+    ev = calibkit.make_events(q, y)
     rows = []
     def add(task, impl, f): rows.append((task, impl, f))
     add('CalibMSE, 10 equal-mass bins', 'calibkit calib_mse', lambda: calibkit.calib_mse(q, y, n_bins=N_BINS))

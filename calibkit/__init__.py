@@ -6,21 +6,24 @@ metrics-only script loads only the core and `calibkit --help` answers at once.
 """
 __version__ = "0.1.0"
 
-import sys as _sys, types as _types
+import importlib as _importlib
 from .config import public_dir as _public_dir, settings
 
 # public name -> (submodule, attribute). Submodules (calibkit.plugins, calibkit.charts, ...) are
-# importable as usual and also reachable as attributes.
-_CORE = {'events': ['events', 'events_from_scores', 'top_label_events', 'as_pairs'],
+# importable as usual and also reachable as attributes. `calibkit.events` is the module; its function is
+# `make_events` (the old call `calibkit.events(conf, correct)` warns until 0.2: a shim in calibkit.events).
+_CORE = {'events': ['make_events', 'events_from_scores', 'top_label_events', 'as_pairs'],
          'binning': ['equal_mass_bins', 'fixed_width_bins', 'bin_stats', 'BinStats'],
          'metrics': ['calib_mse', 'calib_mse_interval', 'ece', 'ece_interval', 'smce', 'gmce', 'marginal_ce',
                      'top_label_ce', 'brier', 'Interval'],
-         'significance': ['spiegelhalter_test', 'ecce_mad_test', 'ecce_r_test', 'calib_mse_test', 'consistency_bands',
-                          'cumulative_differences', 'Significance'],
-         'selective': ['risk_coverage', 'selective_risk', 'aurc', 'e_aurc', 'augrc', 'auroc', 'prr', 'selective_summary'],
+         'significance': ['spiegelhalter_test', 'ecce_mad_test', 'ecce_r_test', 'calib_mse_test',
+                          'consistency_bands', 'cumulative_differences', 'Significance'],
+         'selective': ['risk_coverage', 'selective_risk', 'aurc', 'e_aurc', 'augrc', 'auroc', 'prr',
+                       'selective_summary'],
          'conformal': ['ConformalSets', 'conformal_scores', 'set_summary']}
 _LAZY = {name: (module, name) for module, names in _CORE.items() for name in names} | {
-    'extractor': ('plugins', 'extractor'), 'grouper': ('plugins', 'grouper'), 'recalibrator': ('plugins', 'recalibrator'),
+    'extractor': ('plugins', 'extractor'), 'grouper': ('plugins', 'grouper'),
+    'recalibrator': ('plugins', 'recalibrator'), 'list_plugins': ('plugins', 'plugins'),
     'Grouped': ('recalibrators', 'Grouped'),
     'crf_marginals': ('extractors.taggers', 'crf_marginals'),
     'coref_mc': ('extractors.coref', 'coref_mc'),
@@ -35,35 +38,19 @@ _LAZY = {name: (module, name) for module, names in _CORE.items() for name in nam
     'corp': ('diagnostics', 'corp'), 'corp_curve': ('diagnostics', 'corp_curve'),
     'TemperatureScaling': ('multiclass', 'TemperatureScaling'), 'VectorScaling': ('multiclass', 'VectorScaling'),
 }
-_SUBMODULES = {'config', 'binning', 'metrics', 'plugins', 'charts', 'studies', 'report', 'recalibrators', 'groupers', 'extractors', 'models',
-               'datasets', 'sparse', 'inputs', 'cli', 'demos', 'dask', 'diagnostics', 'multiclass', 'significance',
-               'selective', 'conformal', 'stream', 'torchmetric'}
+_SUBMODULES = {'config', 'events', 'binning', 'metrics', 'plugins', 'charts', 'studies', 'report', 'recalibrators',
+               'groupers', 'extractors', 'models', 'datasets', 'sparse', 'inputs', 'cli', 'demos', 'dask',
+               'diagnostics', 'multiclass', 'significance', 'selective', 'conformal', 'stream', 'torchmetric'}
 
 
 def __getattr__(name):
-    import importlib
-    if name in _SUBMODULES: return importlib.import_module(f'{__name__}.{name}')
+    "PEP 562: a submodule, or a public name imported from its module, on first use."
+    if name in _SUBMODULES: return _importlib.import_module(f'{__name__}.{name}')
     if name not in _LAZY: raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
     module, attr = _LAZY[name]
-    mod = importlib.import_module(f'{__name__}.{module}')
-    return mod if attr is None else getattr(mod, attr)
+    return getattr(_importlib.import_module(f'{__name__}.{module}'), attr)
 
 
 # calibkit's public names (and `__version__`): no imported helper module or private name
 __dir__ = _public_dir(globals(), ('settings', '__version__'), _LAZY, _SUBMODULES)
 
-
-class _Package(_types.ModuleType):
-    """`calibkit.events` is the function `events` (as in `ck.events(conf, correct)`), also once the submodule
-    `calibkit.events` has been imported: the import system's `setattr(calibkit, 'events', <module>)` is ignored;
-    the module stays reachable as `sys.modules['calibkit.events']` and through `from calibkit.events import ...`."""
-    @property
-    def events(self):
-        from .events import events
-        return events
-
-    @events.setter
-    def events(self, module): pass
-
-
-_sys.modules[__name__].__class__ = _Package

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 from .config import default, progress
 from .datasets import bundled
-from .events import events
+from .events import make_events
 from .outdir import OutputError, check_path, locked, mismatch
 from .report import REPORT_FILES, calibration_report
 
@@ -24,7 +24,7 @@ def demo_synthetic(
 ) -> list[Path]:  # the report folders written
     "The thesis' miscalibrated synthetic forecaster (k = 0.1: under-confident), then recalibrated by isotonic regression."
     from calibkit.studies import synthetic
-    dev, test = (events(*synthetic(20_000, k=0.1, seed=s)) for s in (1, 2))
+    dev, test = (make_events(*synthetic(20_000, k=0.1, seed=s)) for s in (1, 2))
     rep = calibration_report(test, fit=dev, recalibrator='isotonic', title='Synthetic under-confident forecaster (thesis generator, k = 0.1)')
     rep.save(out/'synthetic', force=True)
     return [out/'synthetic']

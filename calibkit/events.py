@@ -4,14 +4,14 @@
 
 # %% ../nbs/01_events.ipynb #413a5f4f
 from __future__ import annotations
-import sys
+import sys, types, warnings
 from typing import Mapping
 import numpy as np, pandas as pd
-from .config import default
+from .config import default, public_dir
 
 # %% auto #0
 __all__ = ['is_dask', 'numeric_array', 'count_true', 'check_int', 'check_float', 'check_choice', 'check_bool', 'check_conf',
-           'check_correct', 'as_frame', 'as_pairs', 'events', 'check_gold', 'check_scores', 'label_column',
+           'check_correct', 'as_frame', 'as_pairs', 'make_events', 'check_gold', 'check_scores', 'label_column',
            'check_probs', 'events_from_scores', 'top_label_events', 'check_group_map', 'group_ids', 'group_slices',
            'column_groups']
 
@@ -23,6 +23,7 @@ def is_dask(
     d = sys.modules.get('dask')
     return d is not None and d.is_dask_collection(x)
 
+# %% ../nbs/01_events.ipynb #3a1362cb
 def _module(x) -> str: return type(x).__module__.split('.')[0]
 
 def _foreign_array(x):
@@ -41,15 +42,18 @@ def numeric_array(
     name: str,  # the argument's name, for the error message
     ndim: int = 1,  # the number of dimensions it must have
 ) -> np.ndarray:
-    "`x` (numpy, list, pandas, pyarrow, polars or torch) as a numeric numpy array of `ndim` dimensions, or a clear error naming `name`."
-    if is_dask(x): raise TypeError(f'{name} is a dask collection: this function needs in-memory data (calibkit.dask has the out-of-core metrics)')
+    "`x` (numpy, list, pandas, pyarrow, polars, torch) as a numeric array of `ndim` dimensions, or an error naming it."
+    if is_dask(x):
+        raise TypeError(f'{name} is a dask collection: this function needs in-memory data '
+                        '(calibkit.dask has the out-of-core metrics)')
     x = _foreign_array(x)
+    types = pd.api.types
     if isinstance(x, (pd.Series, pd.Index)) and isinstance(x.dtype, pd.api.extensions.ExtensionDtype):
-        if not pd.api.types.is_numeric_dtype(x.dtype) and not pd.api.types.is_bool_dtype(x.dtype):
+        if not types.is_numeric_dtype(x.dtype) and not types.is_bool_dtype(x.dtype):
             raise TypeError(f'{name} must be numeric, got dtype {x.dtype}')
         x = x.to_numpy(dtype=float, na_value=np.nan)
     if isinstance(x, pd.DataFrame):
-        bad = [c for c, t in x.dtypes.items() if not (pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t))]
+        bad = [c for c, t in x.dtypes.items() if not (types.is_numeric_dtype(t) or types.is_bool_dtype(t))]
         if bad: raise TypeError(f'{name} must be numeric, got non-numeric column(s) {bad[:5]}')
         x = x.to_numpy(dtype=float, na_value=np.nan)
     a = np.asarray(x)
@@ -66,6 +70,7 @@ def numeric_array(
     if a.size == 0: raise ValueError(f'{name} is empty')
     return a
 
+# %% ../nbs/01_events.ipynb #09291cae
 def count_true(
     mask,  # a boolean array
 ) -> int:
@@ -80,7 +85,8 @@ def check_int(
     hi: int | None = None,  # largest allowed value (None: no upper bound)
     why: str = '',  # what the range means, appended to the error message
 ) -> int:
-    "`value` as an int in [lo, hi] (a float only when integral, such as 1e5), or a ValueError naming `name`, the range and the value (NaN and inf included)."
+    """`value` as an int in [lo, hi] (a float only when integral, such as 1e5), or a ValueError naming `name`,
+    the range and the value (NaN and inf included)."""
     ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)) \
         and np.isfinite(value) and int(value) == value and lo <= value and (hi is None or value <= hi)
     if not ok:
@@ -88,6 +94,7 @@ def check_int(
         raise ValueError(f'{name} must be an integer {rng}{why}, got {value}')
     return int(value)
 
+# %% ../nbs/01_events.ipynb #4c79ca8d
 def check_float(
     name: str,  # the argument's name, for the error message
     value,  # the value to check
@@ -105,10 +112,12 @@ def check_float(
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f'{name} must be {want}, got {type(value).__name__} {value!r}')
     v = float(value)
-    ok = np.isfinite(v) and (lo is None or (v > lo if lo_open else v >= lo)) and (hi is None or (v < hi if hi_open else v <= hi))
+    ok = (np.isfinite(v) and (lo is None or (v > lo if lo_open else v >= lo))
+          and (hi is None or (v < hi if hi_open else v <= hi)))
     if not ok: raise ValueError(f'{name} must be {want}, got {value!r}')
     return v
 
+# %% ../nbs/01_events.ipynb #1dcc2326
 def check_choice(
     name: str,  # the argument's name, for the error message
     value,  # the value to check
@@ -119,6 +128,7 @@ def check_choice(
         raise ValueError(f'{name} must be one of {", ".join(map(repr, choices))}; got {value!r}')
     return value
 
+# %% ../nbs/01_events.ipynb #b2a2053c
 def check_bool(
     name: str,  # the argument's name, for the error message
     value,  # the value to check
@@ -149,6 +159,7 @@ def check_conf(
     if lo == 0 and np.signbit(a).any(): a = np.abs(a)   # -0.0 -> 0.0, so bit patterns order like values
     return a
 
+# %% ../nbs/01_events.ipynb #6b3cdf7d
 def check_correct(
     correct,  # outcomes: array-like of 0/1, bools or 0.0/1.0
     n: int | None = None,  # the length it must have (None: any)
@@ -169,31 +180,36 @@ def check_correct(
 def as_frame(
     x,  # anything: a pandas, polars or pyarrow table is converted
 ) -> pd.DataFrame | None:
-    "An events frame given as a pandas, polars or pyarrow table, as pandas (columns copied as numpy arrays); None for anything else."
+    "An events frame given as a pandas, polars or pyarrow table, as pandas (columns copied as numpy arrays); else None."
     if isinstance(x, pd.DataFrame): return x
     m = _module(x)
-    if m in ('polars', 'pyarrow') and hasattr(x, 'column_names' if m == 'pyarrow' else 'columns') and hasattr(x, 'num_rows' if m == 'pyarrow' else 'height'):
-        cols = x.column_names if m == 'pyarrow' else x.columns
-        return pd.DataFrame({c: _foreign_array(x[c]) for c in cols})
-    return None
+    if m not in ('polars', 'pyarrow'): return None
+    columns, rows = ('column_names', 'num_rows') if m == 'pyarrow' else ('columns', 'height')
+    if not (hasattr(x, columns) and hasattr(x, rows)): return None      # an array or series, not a table
+    return pd.DataFrame({c: _foreign_array(x[c]) for c in getattr(x, columns)})
 
+# %% ../nbs/01_events.ipynb #c51abb6f
 def as_pairs(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
     correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
 ) -> tuple[np.ndarray, np.ndarray]:
-    "Validated `(conf, correct)` arrays from two array-likes or from an events frame (pandas, polars, pyarrow) passed as `conf`."
-    if is_dask(conf): raise TypeError(f'conf is a dask {type(conf).__name__}: use calibkit.dask (e.g. calibkit.dask.equal_mass_stats) for out-of-core data')
+    "Validated `(conf, correct)` arrays from two array-likes, or from an events frame (pandas, polars or pyarrow)."
+    if is_dask(conf):
+        raise TypeError(f'conf is a dask {type(conf).__name__}: use calibkit.dask '
+                        '(e.g. calibkit.dask.equal_mass_stats) for out-of-core data')
     frame = as_frame(conf)
     if frame is not None:
         if correct is not None: raise TypeError('pass either an events frame or (conf, correct), not both')
         missing = [c for c in ('conf', 'correct') if c not in frame.columns]
         if missing: raise ValueError(f'events frame lacks column(s) {missing}; it has {list(frame.columns)}')
         conf, correct = frame['conf'], frame['correct']
-    elif correct is None: raise TypeError(f'correct is required when conf is not an events frame (got a {type(conf).__name__})')
+    elif correct is None:
+        raise TypeError(f'correct is required when conf is not an events frame (got a {type(conf).__name__})')
     c = check_conf(conf)
     return c, check_correct(correct, len(c))
 
-def events(
+# %% ../nbs/01_events.ipynb #c893d7f4
+def make_events(
     conf,  # confidences in [0, 1]
     correct,  # outcomes, 1/True = correct
     **context,  # more columns, one value per event (`item`, `label`, ...)
@@ -203,6 +219,26 @@ def events(
     for k, v in context.items():
         if np.ndim(v) and len(v) != len(c): raise ValueError(f'{k} has {len(v)} values but conf has {len(c)}')
     return pd.DataFrame({**context, 'conf': c, 'correct': y})
+
+# %% ../nbs/01_events.ipynb #87d76cb4
+# Deprecation shim, to be removed in 0.2: `make_events` was `events`, the name of this module. The old call
+# `calibkit.events(conf, correct)` is this module called: it warns and delegates to `make_events`.
+class _DeprecatedCall(types.ModuleType):
+    def __call__(self, *args, **kwargs) -> pd.DataFrame:
+        "Deprecated: `calibkit.make_events`."
+        warnings.warn('calibkit.events(...) is deprecated: use calibkit.make_events(...)', DeprecationWarning,
+                      stacklevel=2)
+        return make_events(*args, **kwargs)
+
+if __name__ == 'calibkit.events': sys.modules[__name__].__class__ = _DeprecatedCall
+
+def __getattr__(name):
+    "PEP 562: the old name `events` (`from calibkit.events import events`) is `make_events`, with a warning."
+    if name == 'events':
+        warnings.warn('calibkit.events.events is deprecated: use calibkit.make_events', DeprecationWarning,
+                      stacklevel=2)
+        return make_events
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 # %% ../nbs/01_events.ipynb #17090a2b
 def check_gold(
@@ -230,6 +266,7 @@ def check_gold(
     if bad.any(): raise ValueError(f'gold: {count_true(bad)} of {n} ids are outside [0, {k})')
     return g.astype(np.intp)
 
+# %% ../nbs/01_events.ipynb #b56cace5
 def check_scores(
     scores,  # n×K score matrix (probabilities; a frame's columns are the labels)
     gold,  # the gold label of each row: column ids, or names with `labels`
@@ -242,6 +279,7 @@ def check_scores(
         raise ValueError(f'labels has {len(labels)} names but scores has {k} columns')
     return s, check_gold(gold, n, k, labels)
 
+# %% ../nbs/01_events.ipynb #55d4a393
 def label_column(
     ids: np.ndarray,  # label ids (column positions)
     labels,  # the label names in column order, or None for the ids
@@ -249,7 +287,7 @@ def label_column(
     "Label ids as a column: the ids themselves, or a categorical of the names `labels` (one per id)."
     return ids if labels is None else pd.Categorical.from_codes(ids, categories=pd.Index(labels))
 
-def _index_dtype(top: int): return np.int32 if top < 2**31 else np.int64
+def _index_dtype(top: int): return np.int32 if top < 2**31 else np.int64   # used by `events_from_scores`
 
 # %% ../nbs/01_events.ipynb #df8f2869
 def check_probs(
@@ -378,5 +416,4 @@ def column_groups(
     return gid.astype(np.intp), pd.Index(index, name='group')
 
 # %% ../nbs/01_events.ipynb #f60ebc04
-from .config import public_dir
 __dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -337,12 +337,16 @@ def plugins() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PLUGIN_COLUMNS, dtype=object)
 
 # %% ../nbs/10_plugins.ipynb #9e41a95d
-class _CallableModule(types.ModuleType):
+# Deprecation shim, to be removed in 0.2: up to 0.1 `calibkit.plugins()` (this module called) listed the
+# plugins; the listing is `calibkit.list_plugins()`. The old call warns and delegates to `plugins()`.
+class _DeprecatedCall(types.ModuleType):
     def __call__(self) -> pd.DataFrame:
-        "Everything registered: see `calibkit.plugins.plugins`."
+        "Deprecated: `calibkit.list_plugins()`."
+        warnings.warn('calibkit.plugins() is deprecated: use calibkit.list_plugins()', DeprecationWarning,
+                      stacklevel=2)
         return plugins()
 
-if __name__ == 'calibkit.plugins': sys.modules[__name__].__class__ = _CallableModule
+if __name__ == 'calibkit.plugins': sys.modules[__name__].__class__ = _DeprecatedCall
 
 # %% ../nbs/10_plugins.ipynb #73a1413f
 # dir(module) lists its __all__, as `calibkit.config.public_dir` makes it elsewhere: inline here, since the

@@ -7,7 +7,7 @@ Each case lists message fragments that must all appear (case-sensitive). Counts 
 """
 import math, warnings
 import numpy as np, pandas as pd, pytest
-from calibkit.events import events, events_from_scores, top_label_events
+from calibkit.events import events_from_scores, make_events, top_label_events
 from calibkit.binning import equal_mass_bins, fixed_width_bins
 from calibkit.metrics import brier, calib_mse, calib_mse_interval, ece, ece_interval, gmce, marginal_ce, smce, top_label_ce
 from calibkit import selective, significance
@@ -25,7 +25,7 @@ def frame(c, y):
 
 # f(conf, correct) for every public function taking pairs (frame functions get a frame built from them)
 PAIR_FNS = {
-    'events': lambda c, y: events(c, y),
+    'make_events': lambda c, y: make_events(c, y),
     'equal_mass_bins': lambda c, y: equal_mass_bins(c, y, n_bins=2),
     'fixed_width_bins': lambda c, y: fixed_width_bins(c, y, n_bins=4),
     'calib_mse': lambda c, y: calib_mse(c, y, bin_size=2),
@@ -194,7 +194,7 @@ OTHER_CASES = {
     'gmce groups not a mapping': (lambda: gmce(frame(C, Y), ['a', 'b']), TypeError, ['groups', 'list']),
     'gmce no label column': (lambda: gmce(frame(C, Y).drop(columns='label'), LABELS), ValueError, ['label']),
     'smce missing column': (lambda: smce(frame(C, Y).drop(columns='correct')), ValueError, ['correct']),
-    'events context length': (lambda: events(C, Y, item=[0, 1]), ValueError, ['item has 2 values', 'conf has 6']),
+    'events context length': (lambda: make_events(C, Y, item=[0, 1]), ValueError, ['item has 2 values', 'conf has 6']),
     'events_from_scores threshold > 1': (lambda: events_from_scores(S, G, threshold=1.5), ValueError, ['threshold', '1.5']),
     'events_from_scores threshold < 0': (lambda: events_from_scores(S, G, threshold=-.01), ValueError, ['threshold', '-0.01']),
     'events_from_scores labels length': (lambda: events_from_scores(S, G, labels=['N', 'V']), ValueError,

@@ -62,7 +62,7 @@ def test_charts_are_identical_without_the_system_fonts():
 def test_report_pages_serve_the_font_they_were_measured_with(tmp_path):
     import calibkit as ck
     conf, correct = ck.synthetic(500, k=0.1, seed=1)
-    page = ck.calibration_report(ck.events(conf, correct)).to_html()
+    page = ck.calibration_report(ck.make_events(conf, correct)).to_html()
     assert page.count('@font-face') == 2 and 'data:font/ttf;base64,' in page and 'http' not in page.split('</style>')[0]
     svg_fonts = {f for f in __import__('re').findall(r'font-family="([^"]+)"', page)}
     assert svg_fonts == {'&quot;Calibkit Sans&quot;, &quot;DejaVu Sans&quot;, sans-serif'}, svg_fonts

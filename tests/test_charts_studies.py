@@ -4,7 +4,7 @@ import numpy as np, pandas as pd, pytest
 from hypothesis import given, settings as hsettings, strategies as st
 from calibkit.binning import equal_mass_bins, fixed_width_bins
 from calibkit.charts import CONF_TITLE, ACC_TITLE, reliability, reliability_grid, save_chart, study_curve, chart_spec
-from calibkit.events import events
+from calibkit.events import make_events
 from calibkit.metrics import calib_mse, calib_mse_interval
 from calibkit.studies import bin_size_study, sample_size_study, synthetic, true_accuracy
 
@@ -114,7 +114,7 @@ def test_reliability_conf_axis_y_swaps_encodings(data):
 
 def test_reliability_routes_agree_and_title_holds_score(data):
     q, y = data
-    a, b = reliability(q, y, bin_size=300), reliability(events(q, y), bin_size=300)
+    a, b = reliability(q, y, bin_size=300), reliability(make_events(q, y), bin_size=300)
     assert a.to_dict() == b.to_dict()
     iv = calib_mse_interval(q, y, bin_size=300, level=.9)
     title = _text(reliability(q, y, bin_size=300, level=.9, title='M').to_dict()['title']['text'])

@@ -188,7 +188,7 @@ def test_integral_float_counts_as_check_int_takes_them():
 # --- plugin and model -----------------------------------------------------------------------------
 
 def test_plugin_registered():
-    t = calibkit.plugins()
+    t = calibkit.list_plugins()
     assert 'coref_mc' in set(t[t.kind == 'extractor'].name)
     ex = calibkit.extractor('coref_mc', n_samples=300, seed=5)
     P = [np.array([1.]), np.array([.4, .6])]

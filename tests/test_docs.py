@@ -240,7 +240,7 @@ def test_report_chart_text_is_whole_and_readable(site, chrome, tmp_path):
     import numpy as np
     import calibkit as ck
     conf, correct = ck.synthetic(4000, k=0.1, seed=1)
-    ev = ck.events(conf, correct).assign(label=np.array(['NN', 'VB', 'JJ', 'RB'])[np.arange(4000) % 4])
+    ev = ck.make_events(conf, correct).assign(label=np.array(['NN', 'VB', 'JJ', 'RB'])[np.arange(4000) % 4])
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')          # the per-class fit's notes: not what this test is about
         report = ck.calibration_report(ev.iloc[2000:], fit=ev.iloc[:2000], grouper='per_class', recalibrator='isotonic')

@@ -172,7 +172,7 @@ def test_extractors_registered_and_equal_to_the_functions(tmp_path):
     assert calibkit.extractor('verbalized').extract(recs).equals(verbalized_events(recs))
     j = [judged([('Yes', -0.2), ('No', -1.8)], 1)]
     assert calibkit.extractor('p_true', yes='Yes', no='No').extract(j).equals(p_true_events(j, yes=['Yes'], no=['No']))
-    t = calibkit.plugins()
+    t = calibkit.list_plugins()
     assert {'verbalized', 'p_true'} <= set(t.name[t.kind == 'extractor'])
     with pytest.raises(ValueError, match='span must be a non-empty marker string'):
         calibkit.extractor('verbalized', span='')

@@ -40,7 +40,7 @@ def test_every_hook_is_documented_and_tested():
 def test_register_extractors_hook():
     class Toy:
         name, description = 'toy_extractor', 'Events from a list of (conf, correct) pairs'
-        def extract(self, output, **kw): return calibkit.events(*zip(*output))
+        def extract(self, output, **kw): return calibkit.make_events(*zip(*output))
     class Plugin:
         @hookimpl
         def register_extractors(register): register(Toy)
@@ -69,15 +69,15 @@ def test_register_recalibrators_hook():
         @hookimpl
         def register_recalibrators(register): register(Identity)
     with registered(Plugin, name='identity_plugin'):
-        row = calibkit.plugins().set_index('name').loc['identity']
+        row = calibkit.list_plugins().set_index('name').loc['identity']
         plugin = P.registry()['recalibrator']['identity'].plugin
         assert (row.kind, plugin, row.distribution, row.version, row.params) == ('recalibrator', 'identity_plugin', None, None, 'scale=1.0')
         assert calibkit.recalibrator('identity', scale=2.0).scale == 2.0
-    assert 'identity' not in set(calibkit.plugins().name)
+    assert 'identity' not in set(calibkit.list_plugins().name)
 
 
 def test_builtins_are_listed_with_their_distribution():
-    t = calibkit.plugins()
+    t = calibkit.list_plugins()
     assert list(t.columns) == ['kind', 'name', 'description', 'distribution', 'version', 'params', 'reads', 'reads_optional']
     assert {r.plugin for table in P.registry().values() for r in table.values()} == {'calibkit.default_plugins'}
     mine = t[t.kind.isin(['grouper', 'recalibrator'])]
@@ -153,7 +153,7 @@ def test_register_validates_the_class(cls, match):
         @hookimpl
         def register_recalibrators(register): register(cls)
     with registered(Plugin, name='invalid'):
-        with pytest.raises((ValueError, TypeError), match=match) as e: calibkit.plugins()
+        with pytest.raises((ValueError, TypeError), match=match) as e: calibkit.list_plugins()
     assert "plugin 'invalid'" in e.value.__notes__[0]
 
 
@@ -180,25 +180,33 @@ def test_a_default_plugin_that_fails_to_import_fails_loudly(monkeypatch):
     monkeypatch.setattr(P._state, 'defaults', False)
     with pytest.raises(ImportError, match=r"built-in plugin module 'calibkit.no_such_module' \(listed in calibkit.plugins.DEFAULT_PLUGINS\) failed to import"):
         calibkit.grouper('tfg')
-    with pytest.raises(ImportError): calibkit.plugins()      # every lookup, not only the first
+    with pytest.raises(ImportError): calibkit.list_plugins()      # every lookup, not only the first
 
 
-def test_the_module_is_callable_and_stays_a_module():
-    assert isinstance(calibkit.plugins(), pd.DataFrame)
+def test_list_plugins_is_the_listing_and_the_module_stays_a_module():
+    assert isinstance(calibkit.list_plugins(), pd.DataFrame)
     assert calibkit.plugins is P and P.register_plugin is register_plugin
     from calibkit.plugins import plugins
-    assert plugins().equals(calibkit.plugins())
+    assert calibkit.list_plugins is plugins and plugins().equals(calibkit.list_plugins())
+
+
+def test_calling_the_module_is_deprecated_and_lists_the_same():
+    "The old call `calibkit.plugins()` (the module called) warns until 0.2 and returns what `list_plugins()` does."
+    with pytest.warns(DeprecationWarning, match=r'^calibkit\.plugins\(\) is deprecated: use calibkit\.list_plugins\(\)$') as w:
+        old = calibkit.plugins()
+    assert len(w) == 1 and w[0].filename == __file__          # stacklevel: the warning points at the caller
+    assert old.equals(calibkit.list_plugins()) and len(old) >= 19
 
 
 # --- installed plugins: tests/plugin_pkg, distribution calibkit-example-plugin, entry point `example` ---
 
 def test_installed_plugins_are_not_loaded_under_tests():
-    assert P.in_test() and 'first_char' not in set(calibkit.plugins().name)
+    assert P.in_test() and 'first_char' not in set(calibkit.list_plugins().name)
 
 
 def test_fixture_loads_the_installed_plugin(entry_point_plugins):
     assert entry_point_plugins == ['example']
-    t = calibkit.plugins().set_index('name')
+    t = calibkit.list_plugins().set_index('name')
     assert t.loc[['first_char', 'temperature'], 'distribution'].tolist() == ['calibkit-example-plugin'] * 2
     assert t.loc['first_char', 'kind'] == 'grouper' and P.registry()['recalibrator']['temperature'].plugin == 'example'
     assert t.loc['temperature', 'version'] == '0.1.0' and t.loc['temperature', 'params'] == 'eps=1e-06'
@@ -219,7 +227,7 @@ def run_python(code: str, **env) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, '-c', code], env={**e, **env}, capture_output=True, text=True, cwd=ROOT)
 
 
-LIST = 'import calibkit, json; t = calibkit.plugins(); print(json.dumps(dict(zip(t.name, t.distribution))))'
+LIST = 'import calibkit, json; t = calibkit.list_plugins(); print(json.dumps(dict(zip(t.name, t.distribution))))'
 
 
 @pytest.mark.parametrize('env, present', [
@@ -247,7 +255,7 @@ def test_installed_plugin_is_usable_by_name_in_a_user_process():
 
 
 def test_params_column_lists_constructor_parameters_with_defaults():
-    t = calibkit.plugins().set_index('name')
+    t = calibkit.list_plugins().set_index('name')
     assert t.loc['scaling_binning', 'params'] == "n_bins=None, scaler=None, split=0.5, seed=None"
     assert t.loc['shared', 'params'] == ''
     assert t.loc['tfg', 'params'] == 'n_groups=None, rule=None, balanced=False'
@@ -270,7 +278,7 @@ BROKEN = textwrap.dedent("""
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter('always')
         import calibkit
-        t = calibkit.plugins()
+        t = calibkit.list_plugins()
         g = type(calibkit.grouper('tfg')).__name__
         b = calibkit.plugins.broken_plugins()
         try: calibkit.recalibrator('torchy'); miss = None
@@ -321,7 +329,7 @@ def test_the_registry_holds_no_base_class():
     assert not hasattr(P, 'Params')
     for name, obj in vars(P).items():
         if inspect.isclass(obj) and obj.__module__ == 'calibkit.plugins':
-            assert name in {'Hookspecs', 'Registered', '_State', '_CallableModule', 'PluginError'}, name
+            assert name in {'Hookspecs', 'Registered', '_State', '_DeprecatedCall', 'PluginError'}, name
 
 
 def test_hooks_are_implemented_only_in_plugin_modules():

@@ -17,7 +17,7 @@ q = rng.beta(2, 2, 200_000); y = (rng.random(200_000) < q ** 1.3).astype(np.uint
 out = {'calib_mse_7': ck.calib_mse(q7, y7, n_bins=3), 'brier_7': list(brier(q7, y7, n_bins=3)),
        'calib_mse': ck.calib_mse(q, y, n_bins=10), 'debiased': ck.calib_mse(q, y, n_bins=10, debias=True),
        'interval': list(ck.calib_mse_interval(q, y, n_bins=10, n_samples=200)),
-       'brier': list(brier(q, y, n_bins=10)), 'smce': ck.smce(ck.events(q, y))}
+       'brier': list(brier(q, y, n_bins=10)), 'smce': ck.smce(ck.make_events(q, y))}
 out |= {f'ece_{norm}': list(ck.ece_interval(q, y, n_bins=15, norm=norm, n_samples=200)) for norm in ('l1', 'l2', 'max')}
 out |= {f.__name__: list(f(q, y)[:2]) for f in (ck.spiegelhalter_test, ck.ecce_mad_test, ck.ecce_r_test)}
 out |= {'calib_mse_test': list(ck.calib_mse_test(q, y, n_samples=50)[:2]),

@@ -311,7 +311,7 @@ def test_plugin_levels_agree_with_functions():
                                   word_events(token_events(p, y), wid, how='mean'))
     lg = calibkit.extractor('seq2seq', logits=True).extract(np.log(p), y)
     np.testing.assert_allclose(lg.conf, token_events(p, y).conf)
-    assert 'seq2seq' in set(calibkit.plugins().name)
+    assert 'seq2seq' in set(calibkit.list_plugins().name)
 
 
 # ---------------------------------------------------------------- Hugging Face adapters (tiny random T5)
@@ -431,7 +431,7 @@ def python(code: str) -> subprocess.CompletedProcess:
 
 
 def test_calibkit_and_its_plugins_never_import_the_model_module():
-    r = python("import sys, calibkit; calibkit.plugins(); calibkit.extractor('seq2seq')\n"
+    r = python("import sys, calibkit; calibkit.list_plugins(); calibkit.extractor('seq2seq')\n"
                "print(sorted(m for m in ('torch', 'calibkit.models.seq2seq') if m in sys.modules))")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == '[]'

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np, pandas as pd
 from ..config import default, progress
 from fastcore.basics import patch
-from ..events import check_conf, check_int, events
+from ..events import check_conf, check_int, make_events
 from .base import Extractor
 
 # %% auto #0
@@ -209,7 +209,7 @@ def events(self: CorefSamples,
     codes = np.repeat([QUERY_KINDS.index(p[0]) for p in parts], [len(p[1]) for p in parts])
     kind = pd.Categorical.from_codes(codes, QUERY_KINDS)
     ctx = dict(kind=kind, item=cat(1), other=cat(2))
-    ev = events(cat(3), cat(4), **(ctx if doc is None else dict(doc=doc, **ctx)))
+    ev = make_events(cat(3), cat(4), **(ctx if doc is None else dict(doc=doc, **ctx)))
     ev['se'] = self.se(ev['conf'].to_numpy())
     ev.attrs.update(n_samples=self.n_samples, **{f'n_{p[0]}': len(p[1]) for p in parts})
     return ev

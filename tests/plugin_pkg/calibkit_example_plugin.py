@@ -7,7 +7,7 @@ from calibkit.plugins import hookimpl
 from calibkit.groupers import BySubtag
 from calibkit.recalibrators import Recalibrator
 from calibkit.extractors.base import Extractor
-from calibkit.events import events
+from calibkit.events import make_events
 
 
 def first_char(tag) -> str:
@@ -54,7 +54,7 @@ class ConfCorrect(Extractor):
 
     def extract(self, output, **kw):
         a = self.arrays(output)
-        return events(a['conf'], a['correct'], **({} if a['item'] is None else {'item': a['item']}))
+        return make_events(a['conf'], a['correct'], **({} if a['item'] is None else {'item': a['item']}))
 
 
 @hookimpl
