@@ -6,16 +6,18 @@
 from __future__ import annotations
 import warnings
 from functools import partial
+from pathlib import Path
 from typing import NamedTuple
 import numpy as np, pandas as pd
 from .config import default, progress, require
 dask = require('dask', 'dask', 'calibkit.dask')
 import dask.array as da, dask.dataframe as dd
 from dask.callbacks import Callback
-from .events import check_int, group_ids, group_map, numeric_array
+from .events import check_choice, check_group_map, check_int, group_ids, group_slices, numeric_array
 from .binning import BinStats, bin_starts, fixed_width_edges, fixed_width_index, sort_pairs, stats_from_sorted
 from .recalibrators import HistogramBinning
-from .metrics import gmce_table
+from .metrics import group_errors
+from .inputs import EVENT_SUFFIXES, InputError, check_schemas, event_files, show_path
 
 # %% auto #0
 __all__ = ['dask', 'SKETCH_BUDGET', 'MIN_SKETCH', 'PHI', 'sketch_size', 'compute', 'equal_mass_stats', 'fixed_width_stats',
@@ -79,7 +81,8 @@ def _check_bad(bad) -> int:
     "Raise the in-memory functions' errors, with counts over all partitions; return the number of events."
     n, ny, nan, inf, out, notbin, misaligned = (int(v) for v in bad)
     if ny != n: raise ValueError(f'correct has {ny} values but conf has {n}: lengths must match')
-    if misaligned: raise ValueError(f'conf and correct are partitioned differently: {misaligned} partition(s) differ in length')
+    if misaligned:
+        raise ValueError(f'conf and correct are partitioned differently: {misaligned} partition(s) differ in length')
     if n == 0: raise ValueError('conf is empty')
     if nan: raise ValueError(f'conf: {nan} of {n} values are NaN')
     if inf: raise ValueError(f'conf: {inf} of {n} values are infinite')
@@ -89,8 +92,9 @@ def _check_bad(bad) -> int:
 
 # %% ../nbs/70_dask.ipynb #412d048b
 def _groups(groups) -> tuple[pd.Series, pd.Index]:
-    "The label → group map and the sorted index of groups (a group's id is its position), as `calibkit.events.group_ids` makes them."
-    mapping = group_map(groups)
+    """The label → group map and the sorted index of groups (a group's id is its position), as
+    `calibkit.events.group_ids` makes them."""
+    mapping = check_group_map(groups)
     return mapping, group_ids(pd.Series([], dtype=object), mapping)[1]
 
 def _assign(lab, groups) -> tuple[np.ndarray, list]:
@@ -103,18 +107,19 @@ def _by_group(c, y, gid, n_groups):
     "`(group, conf, correct)` of every group: one stable sort by group id, then contiguous slices."
     if gid is None:
         yield 0, c, y; return
-    order = np.argsort(gid, kind='stable')
-    bounds = np.searchsorted(gid[order], np.arange(n_groups + 1))
+    order, bounds = group_slices(gid + 1, n_groups)       # ids 0..n_groups−1 here, 1..n_groups there
     for g in range(n_groups):                      # a loop over groups, not over events
         sl = order[bounds[g]:bounds[g + 1]]
         yield g, c[sl], y[sl]
 
 # %% ../nbs/70_dask.ipynb #981d42da
-SKETCH_BUDGET, MIN_SKETCH = 2**22, 256   # default k: the budget of kept values over all partitions (per group) / P, at least 256
+# default k: the budget of kept values over all partitions (per group) / P, at least 256
+SKETCH_BUDGET, MIN_SKETCH = 2**22, 256
 PHI = (np.sqrt(5) - 1) / 2   # partition p's grid is shifted by frac(p·PHI) of a step
 
 def _sketch(cs: np.ndarray, k: int, phase: float) -> tuple[np.ndarray, np.ndarray]:
-    "Values of sorted `cs` at the first, the last and k evenly spaced ranks shifted by `phase` of a step, and each one's increment of the estimated count of events <= it."
+    """Values of sorted `cs` at the first, the last and k evenly spaced ranks shifted by `phase` of a step, and each
+    one's increment of the estimated count of events <= it."""
     ranks = np.unique(np.r_[0, ((np.arange(k) + phase) * (len(cs) - 1) / k).astype(np.int64), len(cs) - 1])
     w = np.diff(ranks, prepend=-1, append=len(cs))     # events from the previous kept rank (excl.) to this one (incl.)
     return cs[ranks], (w[:-1] + w[1:]) / 2
@@ -145,7 +150,8 @@ def _summary(part, k: int, phase: float, groups=None):
     return bad, counts, sketch, unknown
 
 def _edges(sketches: list, starts: np.ndarray) -> np.ndarray:
-    "Edge of every bin after the first: the first kept value whose estimated count of events <= it reaches its start rank + 1."
+    """Edge of every bin after the first: the first kept value whose estimated count of events <= it reaches its start
+    rank + 1."""
     v, d = (np.concatenate(x) for x in zip(*[s for s in sketches if s is not None]))
     o = np.argsort(v, kind='stable')
     return v[o][np.searchsorted(np.cumsum(d[o]), starts[1:] + 1)]
@@ -226,6 +232,16 @@ def _equal_mass(parts, spec, groups=None, moments=False, sketch=None) -> list[Bi
                       'edges coincide (values are never split across bins here); see equal_mass_error')
     return out
 
+def _in_turn(stats: list, index: pd.Index) -> tuple[BinStats, np.ndarray]:
+    """Every group's non-empty bins of `_equal_mass` in turn and each bin's group (from `index`), as `group_bins` gives
+    them."""
+    have = [g for g, st in enumerate(stats) if st is not None]
+    nonempty = [stats[g].nonempty() for g in have]
+    fields = {k: np.concatenate([getattr(s, k) for s in nonempty])
+              for k, v in vars(nonempty[0]).items() if v is not None}
+    return BinStats(**fields), np.repeat(index.to_numpy()[have], [len(s.n) for s in nonempty])
+
+
 # %% ../nbs/70_dask.ipynb #a6f466f8
 def equal_mass_stats(
     conf,  # confidences: a dask array or series, or a dask events frame with `conf, correct`
@@ -237,10 +253,13 @@ def equal_mass_stats(
     sketch=None,  # values kept per partition to place the bin edges (default: see `sketch_size`)
 ) -> BinStats:
     "`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`) of dask data: sketched edges, exact sums."
-    if (bin_size is None) == (n_bins is None): bin_starts(1, bin_size=bin_size, n_bins=n_bins)   # the core's error, before any pass
+    if (bin_size is None) == (n_bins is None):
+        bin_starts(1, bin_size=bin_size, n_bins=n_bins)       # the core's error, before any pass
     spec = partial(bin_starts, bin_size=bin_size, n_bins=n_bins)
     return _equal_mass(_parts(conf, correct), spec, moments=moments, sketch=sketch)[0]
 
+
+# %% ../nbs/70_dask.ipynb #0d814abf
 def _fixed_width_block(part, n_bins: int, moments: bool):
     c, y, bad = _clean(*part[:2])
     j = fixed_width_index(c, fixed_width_edges(n_bins))
@@ -266,15 +285,19 @@ def fixed_width_stats(
 # %% ../nbs/70_dask.ipynb #e23f1ab2
 def gmce(
     events,  # a dask events frame with `conf, correct, label`
-    groups,  # label -> group: a dict, a Series, or a fitted grouper
+    groups,  # label -> group: a dict or a Series
     *,
     n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
 ) -> pd.DataFrame:
-    "GMCE of a dask events frame: one row per group (`group, gmce, n_events, n_labels, n_bins`), as `calibkit.metrics.gmce`."
+    """GMCE of a dask events frame: one row per group with events (`group, gmce, n_events, n_labels, n_bins`), as
+    `calibkit.metrics.gmce`, by the same `calibkit.metrics.group_errors`."""
     n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
     mapping, index = grp = _groups(groups)
     stats = _equal_mass(_parts(events, None, label=True), lambda n: bin_starts(n, n_bins=min(n_bins, int(n))), grp)
-    return gmce_table(stats, index, mapping.value_counts().reindex(index).to_numpy(), n_bins=n_bins)
+    t = group_errors(*_in_turn(stats, index), index, n_bins=n_bins, intervals=False, who='gmce')
+    t.insert(3, 'n_labels', mapping.value_counts().reindex(t.group).to_numpy())
+    return t
+
 
 # %% ../nbs/70_dask.ipynb #7d8a7de7
 class EqualMassError(NamedTuple):
@@ -289,7 +312,8 @@ def equal_mass_error(
     bin_size=None,  # events per equal-mass bin, instead of `n_bins`
     n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
 ) -> EqualMassError:
-    "Rank error of every bin start of `stats` against exact equal-mass bins (same specification), and the bounds it implies."
+    """Rank error of every bin start of `stats` against exact equal-mass bins (same specification), and the bounds it
+    implies."""
     n, total = stats.n.astype(np.float64), stats.total
     target = bin_starts(total, bin_size=bin_size, n_bins=n_bins)
     if len(target) != len(n):
@@ -347,6 +371,8 @@ def histogram_binning(
     # its bins are (upper edge of the previous, upper edge]: a bin's largest confidence is its upper edge
     return HistogramBinning.from_bins(st.hi[:-1], st.n, st.acc)
 
+
+# %% ../nbs/70_dask.ipynb #cccc04d6
 def transform(
     recalibrator,  # a fitted recalibrator (`calibkit.recalibrator(...)` after `fit`)
     data,  # a dask array, series or events frame of confidences
@@ -359,10 +385,6 @@ def transform(
     raise TypeError(f'data must be a dask array, series or events frame, got {type(data).__name__}')
 
 # %% ../nbs/70_dask.ipynb #afda3241
-from pathlib import Path
-from .events import check_choice
-from .inputs import EVENT_SUFFIXES, InputError, check_schemas, event_files, show_path
-
 def read_events(
     spec,  # a folder, glob or file of Parquet or CSV/TSV events (`calibkit.inputs.event_files`), or a list of files
     *,
@@ -444,11 +466,7 @@ def group_stats(
     capped = lambda g: (dict(bin_size=min(bin_size, out[g].total)) if bin_size is not None
                         else dict(n_bins=min(n_bins, out[g].total)))
     bound = [equal_mass_error(out[g], **capped(g)).calib_mse for g in have]
-    nonempty = [out[g].nonempty() for g in have]
-    fields = {k: np.concatenate([getattr(s, k) for s in nonempty])
-              for k, v in vars(nonempty[0]).items() if v is not None}
-    return GroupStats(BinStats(**fields), np.repeat(index.to_numpy()[have], [len(s.n) for s in nonempty]),
-                      pd.Series(bound, index=index[have], name='calib_mse_bound'))
+    return GroupStats(*_in_turn(out, index), pd.Series(bound, index=index[have], name='calib_mse_bound'))
 
 
 # %% ../nbs/70_dask.ipynb #53021df7

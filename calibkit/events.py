@@ -12,7 +12,8 @@ from .config import default, public_dir
 # %% auto #0
 __all__ = ['is_dask', 'numeric_array', 'count_true', 'check_int', 'check_float', 'check_choice', 'check_bool', 'check_conf',
            'check_correct', 'as_frame', 'as_pairs', 'make_events', 'check_gold', 'check_scores', 'label_column',
-           'check_probs', 'events_from_scores', 'top_label_events', 'group_map', 'group_ids', 'column_groups']
+           'check_probs', 'events_from_scores', 'top_label_events', 'check_group_map', 'group_ids', 'group_slices',
+           'column_groups']
 
 # %% ../nbs/01_events.ipynb #3bca7657
 def is_dask(
@@ -345,24 +346,27 @@ def top_label_events(
                          'conf': s[np.arange(len(s)), pred], 'correct': (pred == g).view(np.uint8)})
 
 # %% ../nbs/01_events.ipynb #dad4c1fc
-def group_map(
+def check_group_map(
     groups,  # label -> group: a dict or a Series
 ) -> pd.Series:
-    "The label → group mapping `groups` (dict or Series) as a non-empty Series, or a TypeError/ValueError naming `groups`."
+    "The label → group mapping `groups` (dict or Series) as a non-empty Series; else a TypeError/ValueError naming it."
     if isinstance(groups, pd.Series): mapping = groups
     elif isinstance(groups, Mapping): mapping = pd.Series(dict(groups), dtype=object)
     else: raise TypeError(f'groups must map label -> group (dict or Series), got {type(groups).__name__}')
     if mapping.empty: raise ValueError('groups is empty')
     return mapping
 
+
+# %% ../nbs/01_events.ipynb #bae036a9
 def group_ids(
     labels,  # the label of each event
     groups,  # label -> group: a dict or a Series
     *,
     strict: bool = True,  # refuse labels without a group (False: give them id -1)
 ) -> tuple[np.ndarray, pd.Index]:
-    "Group id of every label (its group's position in the sorted `index` of groups) and that index; labels without a group: a ValueError with counts, or id -1 when not `strict`."
-    mapping = group_map(groups)
+    """Group id of every label (its group's position in the sorted `index` of groups) and that index; labels without a
+    group: a ValueError with counts, or id -1 when not `strict`."""
+    mapping = check_group_map(groups)
     try: index = pd.Index(sorted(pd.unique(mapping.to_numpy())))
     except TypeError: raise TypeError('groups: group ids must be comparable (all numbers or all strings)') from None
     if not isinstance(labels, (pd.Series, pd.Index)): labels = pd.Series(_foreign_array(labels))
@@ -374,6 +378,17 @@ def group_ids(
         raise ValueError(f'groups: {int(np.count_nonzero(ug < 0))} label(s) of the events have no group, '
                          f'e.g. {list(uniques[ug < 0][:5])}; {int(np.count_nonzero(gid < 0))} events affected')
     return gid, index
+
+# %% ../nbs/01_events.ipynb #a27397ca
+def group_slices(
+    gid: np.ndarray,  # each event's group id, 1..n_groups
+    n_groups: int,  # number of groups
+) -> tuple[np.ndarray, np.ndarray]:  # `order` (event indices by group) and `bounds` (n_groups + 1 offsets)
+    """For group ids 1..n_groups: event indices sorted by group (stable) and `bounds`, group g's events being
+    `order[bounds[g-1]:bounds[g]]`."""
+    order = np.argsort(gid.astype(np.int32 if n_groups >= 2**15 else np.int16), kind='stable')
+    return order, np.searchsorted(gid[order], np.arange(1, n_groups + 2))
+
 
 # %% ../nbs/01_events.ipynb #a5c7b6e9
 def column_groups(
@@ -392,7 +407,7 @@ def column_groups(
                             f'got {type(groups).__name__}')
         if len(groups) != k: raise ValueError(f'groups has {len(groups)} labels but there are {k} columns')
         groups = pd.Series(np.asarray(groups, dtype=object), index=cols)
-    mapping = group_map(groups)
+    mapping = check_group_map(groups)
     na = count_true(mapping.isna().to_numpy())
     if na: raise ValueError(f'groups: {na} of {len(mapping)} groups are missing (None or NaN)')
     gid, index = group_ids(pd.Series(cols), mapping, strict=False)

@@ -17,7 +17,8 @@ __all__ = ['tag_counts', 'zipf_counts', 'Grouper', 'Shared', 'TagFrequency', 'Pe
 # %% ../nbs/20_groupers.ipynb #71f79409
 def _is_counts(x) -> bool:
     if isinstance(x, Mapping): return True
-    return isinstance(x, pd.Series) and (x.name in ('count', 'counts') or not pd.api.types.is_integer_dtype(x.index.dtype))
+    return isinstance(x, pd.Series) and (x.name in ('count', 'counts')
+                                         or not pd.api.types.is_integer_dtype(x.index.dtype))
 
 def _labels(x, name: str = 'labels') -> pd.Series:
     "1-d, non-empty labels without missing values, as a Series."
@@ -40,11 +41,14 @@ def tag_counts(
     if s.empty: raise ValueError('counts is empty')
     if s.index.hasnans: raise ValueError(f'counts: {int(s.index.isna().sum())} tag(s) are missing (NaN/None)')
     if not s.index.is_unique:
-        raise ValueError(f'counts: {int(s.index.duplicated().sum())} tag(s) appear more than once, e.g. {list(s.index[s.index.duplicated()][:3])}')
+        raise ValueError(f'counts: {int(s.index.duplicated().sum())} tag(s) appear more than once, e.g. '
+                         f'{list(s.index[s.index.duplicated()][:3])}')
     try: v = pd.to_numeric(s.to_numpy(), errors='raise')
     except (TypeError, ValueError): raise TypeError('counts must be numbers (tag -> count)') from None
     bad = ~np.isfinite(v.astype(float)) | (v < 0)
-    if bad.any(): raise ValueError(f'counts: {int(bad.sum())} of {len(v)} values are not finite non-negative numbers, e.g. {s.index[bad][0]!r}: {v[bad][0]!r}')
+    if bad.any():
+        raise ValueError(f'counts: {int(bad.sum())} of {len(v)} values are not finite non-negative numbers, e.g. '
+                         f'{s.index[bad][0]!r}: {v[bad][0]!r}')
     if v.sum() <= 0: raise ValueError('counts: the total is 0; at least one tag must have been seen in training')
     return pd.Series(v, index=s.index, name='count')
 
@@ -69,7 +73,8 @@ def zipf_counts(
     k = np.arange(1, n_tags + 1, dtype=float)
     share = lambda b: 1 / np.sum(((k + b) / (1 + b)) ** -exponent)
     if not 1 / n_tags < top_share <= share(0.0):
-        raise ValueError(f'top_share must be in (1/{n_tags}, {share(0.0):.4g}] for exponent {exponent}, got {top_share}')
+        raise ValueError(f'top_share must be in (1/{n_tags}, {share(0.0):.4g}] for exponent {exponent}, '
+                         f'got {top_share}')
     lo, hi = 0.0, 1.0
     while share(hi) > top_share: hi *= 2
     for _ in range(100):
@@ -78,16 +83,19 @@ def zipf_counts(
     w = (k + hi) ** -exponent
     names = [f't{i}' for i in range(n_tags)] if names is None else list(names)
     if len(names) != n_tags: raise ValueError(f'names has {len(names)} entries but n_tags is {n_tags}')
-    return pd.Series(np.maximum(1, np.round(total * w / w.sum())).astype(np.int64), index=pd.Index(names, dtype=object), name='count')
+    return pd.Series(np.maximum(1, np.round(total * w / w.sum())).astype(np.int64),
+                     index=pd.Index(names, dtype=object), name='count')
 
 # %% ../nbs/20_groupers.ipynb #95738da4
 def _kinds(values) -> set[str]:
     "Kinds of tags present: 'str', 'number' or another type name (to tell tag ids from tag names)."
-    return {'str' if isinstance(v, str) else 'number' if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+    return {'str' if isinstance(v, str)
+            else 'number' if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
             else type(v).__name__ for v in values}
 
 class Grouper(BaseEstimator):
-    "Base class (a scikit-learn estimator): `fit` on training gold-tag counts, then `assign` labels to groups 1 … n_groups_ (1 = the most frequent)."
+    """Base class (a scikit-learn estimator): `fit` on training gold-tag counts, then `assign` labels to groups 1 …
+    n_groups_ (1 = the most frequent)."""
     name: str = ''
     description: str = ''
     abbrev: str = ''        # a short label for tables (the paper's SCW, TFG); empty: the name
@@ -118,23 +126,26 @@ class Grouper(BaseEstimator):
         if new.any(): g[new] = self._unseen(uniques[new])
         rest = np.isnan(g)
         if rest.all() and not _kinds(uniques) & _kinds(self.groups_.index[:1000]):
-            raise ValueError(f'{self.name}: none of the {len(uniques)} distinct labels was seen in training and they are of '
-                             f'another kind (labels e.g. {list(uniques[:3])}, training tags e.g. {list(self.groups_.index[:3])}): '
+            raise ValueError(f'{self.name}: none of the {len(uniques)} distinct labels was seen in training and they '
+                             f'are of another kind (labels e.g. {list(uniques[:3])}, training tags e.g. '
+                             f'{list(self.groups_.index[:3])}): '
                              'labels and training counts must use the same tags (ids or names)')
         if rest.any():
             g[rest] = self.n_groups_
             n_ev = int(np.bincount(codes, minlength=len(uniques))[rest].sum())
-            warnings.warn(f'{self.name}: {n_ev} of {len(codes)} labels ({int(rest.sum())} distinct tags unseen in training, '
-                          f'e.g. {list(uniques[rest][:5])}) go to the last group ({self.n_groups_})', stacklevel=2)
+            warnings.warn(f'{self.name}: {n_ev} of {len(codes)} labels ({int(rest.sum())} distinct tags unseen in '
+                          f'training, e.g. {list(uniques[rest][:5])}) go to the last group ({self.n_groups_})',
+                          stacklevel=2)
         return g.astype(np.intp)[codes]
 
     def table(self) -> pd.DataFrame:
         """One row per group 1..G: group, members (one line naming the group: its tag, or its number of tags, training
-        frequency band and most frequent tags), n_tags, share (of training tokens), min_freq, max_freq, tags (the 5 most frequent)."""
+        frequency band and most frequent tags), n_tags, share (of training tokens), min_freq, max_freq, tags (the 5 most
+        frequent)."""
         self._check_fitted()
         G, gid = self.n_groups_, self.groups_.to_numpy()
         freq = self.counts_.to_numpy(dtype=float) / self.counts_.to_numpy(dtype=float).sum()
-        order = np.argsort(gid, kind='stable')         # by group, and within a group by descending frequency (fit's order)
+        order = np.argsort(gid, kind='stable')         # by group, within a group by descending frequency (fit's order)
         bounds = np.searchsorted(gid[order], np.arange(1, G + 2))
         n_tags = np.diff(bounds)
         rank = np.arange(len(gid)) - bounds[gid[order] - 1]                 # each tag's rank within its group
@@ -171,26 +182,31 @@ class Shared(Grouper):
 
 # %% ../nbs/20_groupers.ipynb #cc474b74
 class TagFrequency(Grouper):
-    "Tag frequency grouping (Kranzlein, Liu & Schneider 2021): groups of tags by descending training frequency, each about 1/G of the tokens."
+    """Tag frequency grouping (Kranzlein, Liu & Schneider 2021): groups of tags by descending training frequency, each
+    about 1/G of the tokens."""
     name = 'tfg'
     abbrev = 'TFG'
-    description = 'Tag frequency grouping (TFG): G groups of tags by descending training frequency, about 1/G of the tokens each'
+    description = ('Tag frequency grouping (TFG): G groups of tags by descending training frequency, about 1/G of the '
+                   'tokens each')
 
     def __init__(self,
                  n_groups: int | None = None,  # G, the largest number of groups (default: the settings' n_groups, 5)
-                 rule: str | None = None,  # '>' closes a group when its share exceeds 1/G, '>=' when it reaches it (default: tfg_rule)
-                 balanced: bool = False,  # exactly `n_groups` groups: leave at least one seen tag for each group still to fill
+                 # '>' closes a group when its share exceeds 1/G, '>=' when it reaches it (default: tfg_rule)
+                 rule: str | None = None,
+                 # exactly `n_groups` groups: leave at least one seen tag for each group still to fill
+                 balanced: bool = False,
                  ):
         self.n_groups, self.rule, self.balanced = n_groups, rule, balanced
 
     def _groups(self, counts):
         G = check_int('n_groups', default('n_groups', self.n_groups), 1)
-        rule = check_choice('rule', default('tfg_rule', self.rule), ('>', '>='))      # '>' the authors' code, '>=' the paper
+        rule = check_choice('rule', default('tfg_rule', self.rule), ('>', '>='))   # '>': the authors' code, '>=': paper
         balanced = check_bool('balanced', self.balanced)
         v = counts.to_numpy(dtype=float)
         seen, total = int((v > 0).sum()), v.sum()
         if balanced and G > seen:
-            raise ValueError(f'n_groups={G} but only {seen} tags were seen in training: balanced TFG needs at least one tag per group')
+            raise ValueError(f'n_groups={G} but only {seen} tags were seen in training: balanced TFG needs at least '
+                             'one tag per group')
         g = np.zeros(len(v), np.intp)
         grp, acc, size = 0, 0.0, 0
         for i in range(seen):                                   # a loop over the tagset, not over tokens
@@ -198,17 +214,20 @@ class TagFrequency(Grouper):
             g[i], acc, size = grp, acc + v[i], size + 1
             if grp < G - 1 and (acc * G > total if rule == '>' else acc * G >= total): grp, acc, size = grp + 1, 0.0, 0
         n = int(g[:seen].max()) + 1
-        g[seen:] = n - 1                                        # tags with count 0: unseen, the last group (0-based here; fit adds 1)
+        # tags with count 0: unseen, the last group (0-based here; fit adds 1)
+        g[seen:] = n - 1
         if n < G:
-            warnings.warn(f"tfg: rule {rule!r} gives {n} groups, fewer than n_groups={G} (a group took far more than 1/{G} "
-                          'of the tokens); balanced=True guarantees exactly n_groups', stacklevel=3)
+            warnings.warn(f"tfg: rule {rule!r} gives {n} groups, fewer than n_groups={G} (a group took far more than "
+                          f'1/{G} of the tokens); balanced=True guarantees exactly n_groups', stacklevel=3)
         return g, n
 
 # %% ../nbs/20_groupers.ipynb #727dc384
 class PerClass(Grouper):
-    "One group per tag with at least `min_count` training tokens; a last group for the rarer tags and unseen ones, when there are rarer tags."
+    """One group per tag with at least `min_count` training tokens; a last group for the rarer tags and unseen ones,
+    when there are rarer tags."""
     name = 'per_class'
-    description = 'One group per tag (one-vs-rest); tags below min_count training tokens and unseen tags share a last group'
+    description = ('One group per tag (one-vs-rest); tags below min_count training tokens and unseen tags share a last '
+                   'group')
 
     def __init__(self, min_count: int = 1):  # training tokens a tag needs for its own group
         self.min_count = min_count
@@ -222,8 +241,9 @@ class PerClass(Grouper):
 
     def _unseen(self, tags):
         if self.rest_: return np.full(len(tags), np.nan)        # the last group: the rarer tags' (counted in a warning)
-        raise ValueError(f'per_class: {len(tags)} label(s) unseen in training have no group, e.g. {list(tags[:5])}: every '
-                         'training tag has its own group; give training counts that include them (counts=...), or a '
+        raise ValueError(f'per_class: {len(tags)} label(s) unseen in training have no group, e.g. {list(tags[:5])}: '
+                         'every training tag has its own group; give training counts that include them (counts=...), '
+                         'or a '
                          'min_count above some tag\'s count so that rare and unseen tags share a last group')
 
 
@@ -275,9 +295,11 @@ class BySubtag(Grouper):
         return tag if m is None else (m.group(1) if m.re.groups else m.group(0))
 
     def _groups(self, counts):
-        if (self.pattern is None) == (self.key is None): raise ValueError('give exactly one of pattern (a regex) and key (a function of the tag)')
+        if (self.pattern is None) == (self.key is None):
+            raise ValueError('give exactly one of pattern (a regex) and key (a function of the tag)')
         if self.pattern is not None: re.compile(self.pattern)
-        if self.key is not None and not callable(self.key): raise TypeError(f'key must be a function of the tag, got {type(self.key).__name__}')
+        if self.key is not None and not callable(self.key):
+            raise TypeError(f'key must be a function of the tag, got {type(self.key).__name__}')
         keys = pd.Series([self.key_of(t) for t in counts.index])              # a loop over the tagset
         order = _by_frequency(pd.Series(counts.to_numpy(float)).groupby(keys.to_numpy(), sort=False).sum())
         self.keys_ = order.index
@@ -298,7 +320,8 @@ def group_map(
     grouper,  # a fitted grouper
     labels=None,  # further labels to map (e.g. the evaluation set's, with tags unseen in training)
 ) -> pd.Series:  # label -> group id (1..G), named 'group'
-    "label -> group (1..G) of a fitted grouper, for `calibkit.metrics.gmce`: the training tags plus the distinct `labels`."
+    """label -> group (1..G) of a fitted grouper, for `calibkit.metrics.gmce`: the training tags plus the distinct
+    `labels`."""
     tags = pd.Index(grouper.groups_.index if hasattr(grouper, 'groups_') else [])
     if labels is not None: tags = tags.append(pd.Index(pd.unique(_labels(labels).astype(object)))).unique()
     if tags.empty: raise ValueError('give labels: this grouper exposes no training tags (groups_)')

@@ -9,14 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 import numpy as np, pandas as pd
 from .config import default, progress
-from .events import (as_frame, as_pairs, check_bool, check_choice, check_int, check_scores, events_from_scores,
-                             group_ids, group_map, top_label_events)
-from .binning import (BinStats, aggregate_gaps, bin_spec, bin_starts, bin_stats, equal_mass_stats, wsum,
-                              z_value)
+from .events import (as_frame, as_pairs, check_bool, check_choice, check_group_map, check_int, check_scores,
+                             events_from_scores, group_ids, top_label_events)
+from .binning import BinStats, aggregate_gaps, bin_spec, bin_starts, bin_stats, group_bins, wsum, z_value
 
 # %% auto #0
-__all__ = ['DRAWS_AT_ONCE', 'NORMS', 'calib_mse', 'Interval', 'calib_mse_interval', 'ece', 'ece_interval', 'smce',
-           'per_group_stats', 'gmce_table', 'gmce', 'MarginalCE', 'marginal_ce', 'top_label_ce', 'Brier', 'brier']
+__all__ = ['DRAWS_AT_ONCE', 'NORMS', 'calib_mse', 'Interval', 'calib_mse_interval', 'ece', 'ece_interval', 'smce', 'group_errors',
+           'gmce', 'MarginalCE', 'marginal_ce', 'top_label_ce', 'Brier', 'brier']
 
 # %% ../nbs/03_metrics.ipynb #b3ae381b
 def calib_mse(
@@ -27,7 +26,8 @@ def calib_mse(
     n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
     debias: bool = False,  # subtract the expected sampling noise of each bin (the thesis' debiased estimate)
 ) -> float:
-    "CalibMSE = Σ_i |B_i|/N (conf_i − acc_i)² over equal-mass bins (`n_bins` or `bin_size`; default the settings' n_bins), or over a given `BinStats`."
+    """CalibMSE = Σ_i |B_i|/N (conf_i − acc_i)² over equal-mass bins (`n_bins` or `bin_size`; default the settings'
+    n_bins), or over a given `BinStats`."""
     debias = check_bool('debias', debias)
     return bin_stats(conf, correct, bin_size=bin_size, n_bins=n_bins).sq_error(debias)
 
@@ -45,13 +45,14 @@ def _check_samples(n_samples, level, seed):
     return n_samples, level, seed
 
 def _warn_degenerate(st: BinStats, iv: Interval, what: str) -> Interval:
-    "Warn (once, with counts) when an interval has zero width (to rounding): it then reflects no spread in the data, not certainty."
+    """Warn (once, with counts) when an interval has zero width (to rounding): it then reflects no spread in the data,
+    not certainty."""
     if iv.hi - iv.lo > 1e-12 * (1 + abs(iv.estimate)): return iv
     acc, n = st.acc, st.n
     pure, single = int(np.count_nonzero((n > 1) & ((acc == 0) | (acc == 1)))), int(np.count_nonzero(n == 1))
-    warnings.warn(f'{what}: the interval is degenerate (zero width) and does not mean certainty: {st.total} event(s) in '
-                  f'{len(n)} bin(s), {pure} bin(s) with accuracy 0 or 1 and {single} single-event bin(s), so resampling '
-                  'has no spread. Use more events or fewer bins.', stacklevel=3)
+    warnings.warn(f'{what}: the interval is degenerate (zero width) and does not mean certainty: {st.total} event(s) '
+                  f'in {len(n)} bin(s), {pure} bin(s) with accuracy 0 or 1 and {single} single-event bin(s), so '
+                  'resampling has no spread. Use more events or fewer bins.', stacklevel=3)
     return iv
 
 # %% ../nbs/03_metrics.ipynb #14d2aee9
@@ -64,9 +65,10 @@ def _normal_gaps(st: BinStats, n_samples: int, rng) -> np.ndarray:
 DRAWS_AT_ONCE = 1 << 22   # resampled bin values held at once (32 MB of float64): memory does not grow with n_samples
 
 def _normal_interval(st: BinStats, norm: str, n_samples: int, level: float, rng, debias: bool = False) -> Interval:
-    "Point estimate from the bins; interval = mean ± z·sd of the metric under per-bin Normal resampling (debias: estimate ± z·sd)."
+    """Point estimate from the bins; interval = mean ± z·sd of the metric under per-bin Normal resampling (debias:
+    estimate ± z·sd)."""
     st = st.nonempty()                                 # empty bins carry no weight and have no accuracy to resample
-    step = max(1, DRAWS_AT_ONCE // len(st.n))          # resamples per step; one stream, so the draws do not depend on it
+    step = max(1, DRAWS_AT_ONCE // len(st.n))          # resamples per step; one stream: the draws do not depend on it
     vals = np.concatenate([aggregate_gaps(_normal_gaps(st, min(step, n_samples - s), rng), st.weight, norm)
                            for s in range(0, n_samples, step)])
     h = z_value(level) * vals.std(ddof=1)
@@ -100,7 +102,8 @@ def _resample_stats(cs: np.ndarray, ys1: np.ndarray, first: np.ndarray, w: np.nd
 
 def _bootstrap_samples(conf, correct, spec: dict, n_samples: int, rng, chunk: int = 8,
                        debias: bool = False) -> np.ndarray:
-    "CalibMSE of `n_samples` bootstrap resamples of the events, re-binned with the same bin specification (ties kept together)."
+    """CalibMSE of `n_samples` bootstrap resamples of the events, re-binned with the same bin specification (ties kept
+    together)."""
     c, y = as_pairs(conf, correct)
     n = len(c)
     if n >= 2**31:
@@ -136,7 +139,8 @@ def calib_mse_interval(
     seed=None,  # random seed of the resampling (default: the settings' seed)
     debias: bool = False,  # subtract the expected sampling noise of each bin (the thesis' debiased estimate)
 ) -> Interval:
-    "CalibMSE with a `level` interval by the thesis' per-bin Normal sampling or the event bootstrap; 'normal' also takes a `BinStats`."
+    """CalibMSE with a `level` interval by the thesis' per-bin Normal sampling or the event bootstrap; 'normal' also
+    takes a `BinStats`."""
     check_choice('method', method, ('normal', 'bootstrap'))
     debias = check_bool('debias', debias)
     n_samples, level, seed = _check_samples(n_samples, level, seed)
@@ -164,10 +168,13 @@ def ece(
     norm='l1',  # how bin gaps are aggregated: 'l1' (mean), 'l2' (root mean square) or 'max'
     binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive' (Ding et al. 2020)
 ) -> float:
-    "Expected calibration error with `norm` l1, l2 or max over `binning` bins ('equal_mass', 'fixed_width', 'adaptive' = Ding et al.), or over a `BinStats`."
+    """Expected calibration error with `norm` l1, l2 or max over `binning` bins ('equal_mass', 'fixed_width', 'adaptive'
+    = Ding et al.), or over a `BinStats`."""
     check_choice('norm', norm, NORMS)
     return bin_stats(conf, correct, n_bins=n_bins, bin_size=bin_size, binning=binning).error(norm)
 
+
+# %% ../nbs/03_metrics.ipynb #e7dfdf45
 def ece_interval(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
     correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
@@ -184,7 +191,8 @@ def ece_interval(
     check_choice('norm', norm, NORMS)
     n_samples, level, seed = _check_samples(n_samples, level, seed)
     st = bin_stats(conf, correct, n_bins=n_bins, bin_size=bin_size, binning=binning)
-    return _warn_degenerate(st, _normal_interval(st, norm, n_samples, level, np.random.default_rng(seed)), 'ece_interval')
+    iv = _normal_interval(st, norm, n_samples, level, np.random.default_rng(seed))
+    return _warn_degenerate(st, iv, 'ece_interval')
 
 # %% ../nbs/03_metrics.ipynb #3af8bb7f
 def smce(
@@ -193,71 +201,120 @@ def smce(
     n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
     bin_size=None,  # events per equal-mass bin, instead of `n_bins`
 ) -> float:
-    "Shared marginal calibration error: pooled equal-mass l2 error over marginal events (an events frame or a `BinStats`)."
+    """Shared marginal calibration error: pooled equal-mass l2 error over marginal events (an events frame or a
+    `BinStats`)."""
     return ece(events, n_bins=n_bins, bin_size=bin_size, norm='l2')
 
 # %% ../nbs/03_metrics.ipynb #8d67932b
-def per_group_stats(
-    conf,  # confidences (a numpy array)
-    correct,  # outcomes (a numpy array, 1 = correct)
-    gid: np.ndarray,  # the group id 0..n_groups−1 of each event
-    n_groups: int,  # number of groups
-    *,
-    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
-    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
-) -> list[BinStats | None]:
-    "Equal-mass `BinStats` of each group 0..n_groups−1 of events (None for an empty group); a group smaller than the specification gets one event per bin."
-    spec = bin_spec(n_bins, bin_size)
-    order = np.argsort(gid.astype(np.int32 if n_groups >= 2**15 else np.int16), kind='stable')   # a radix sort by group
-    bounds = np.searchsorted(gid[order], np.arange(n_groups + 1))
-    out = []
-    for g in range(n_groups):                          # a loop over groups, not over events
-        sl = order[bounds[g]:bounds[g + 1]]
-        k = {key: min(v, len(sl)) for key, v in spec.items()}
-        out.append(equal_mass_stats(conf[sl], correct[sl], **k) if len(sl) else None)
-    return out
+def _some(names, at_most: int = 10) -> str:
+    "Up to `at_most` of `names` as a list's text, '…' when there are more."
+    names = pd.Index(names).tolist()                     # plain numbers and strings (no np.int64(...))
+    return str(names[:at_most])[:-1] + (', …]' if len(names) > at_most else ']')
 
-def gmce_table(
-    stats: list,  # `BinStats` (or None for no events) per group, from `per_group_stats`
-    index: pd.Index,  # the group names, in the order of `stats`
-    n_labels,  # labels per group
+def _group_intervals(st: BinStats, bounds: np.ndarray, nb: np.ndarray, w: np.ndarray, n_samples: int, level: float,
+                     seed) -> tuple[np.ndarray, np.ndarray]:
+    "Every group's `ece_interval(norm='l2')` interval: groups with b bins share that function's (n_samples × b) draws."
+    conf, acc = st.conf, st.acc
+    se, z = np.sqrt(acc * (1 - acc) / st.n), z_value(level)
+    lo, hi = np.full(len(nb), np.nan), np.full(len(nb), np.nan)
+    for b in np.unique(nb):                              # a loop over the distinct numbers of bins, not groups
+        gi = np.flatnonzero(nb == b)
+        draws = np.random.default_rng(seed).standard_normal((n_samples, b))   # ece_interval's draws for b bins
+        chunk = max(1, DRAWS_AT_ONCE // (n_samples * b))                      # groups per step: bounded memory
+        for s in range(0, len(gi), chunk):
+            part = gi[s:s + chunk]
+            at = bounds[part][:, None] + np.arange(b)    # (groups, b) bin indices
+            gap = np.abs(conf[at] - (acc[at] + se[at] * draws[:, None, :]))
+            vals = np.sqrt(np.einsum('sgb,gb->sg', gap ** 2, w[at]))
+            h = z * vals.std(axis=0, ddof=1)
+            mean = vals.mean(axis=0)
+            lo[part], hi[part] = np.maximum(0.0, mean - h), mean + h
+    return lo, hi
+
+def group_errors(
+    st: BinStats,  # every group's bins in turn (`calibkit.binning.group_bins`, `calibkit.dask.group_stats`)
+    bg,  # each bin's group (ids or names), a group's bins together
+    groups=None,  # every group of the grouping, to count and name those without events (default: the groups in `bg`)
     *,
-    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
-    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
-) -> pd.DataFrame:
-    "The GMCE table (`group, gmce, n_events, n_labels, n_bins`) from per-group `BinStats` (None: no events, left out with a warning)."
-    spec = bin_spec(n_bins, bin_size)
-    need = next(iter(spec.values()))
-    t = pd.DataFrame({'group': index,
-                      'gmce': [np.nan if st is None else np.sqrt(st.sq_error()) for st in stats],
-                      'n_events': [0 if st is None else st.total for st in stats],
-                      'n_labels': np.asarray(n_labels),
-                      'n_bins': [0 if st is None else len(st.n) for st in stats]})
-    empty, small = t.n_events == 0, (t.n_events > 0) & (t.n_events < need)
-    if empty.any():
-        warnings.warn(f'gmce: {int(empty.sum())} group(s) have no events and are left out: {list(index[empty])}')
-    if small.any():
-        warnings.warn(f'gmce: {int(small.sum())} group(s) have fewer than {need} events and use one event per bin: '
-                      f'{list(index[small])}')
-    return t[~empty].reset_index(drop=True)
+    n_bins=None,  # the equal-mass bins asked for per group, to count and name the groups with fewer events
+    bin_size=None,  # or the events per bin asked for (neither: no such check, e.g. for fixed-width bins)
+    intervals: bool = True,  # also each group's interval `lo, hi`, the one `ece_interval(norm='l2')` gives it alone
+    level=None,  # interval level (default: the settings' ci_level)
+    n_samples=None,  # resamples per interval (default: the settings' ci_samples)
+    seed=None,  # their seed (default: the settings' seed)
+    budget: int | None = None,  # resampled values spent at most (n_samples × bins); beyond: no intervals (NaN, said)
+    who: str | None = None,  # the caller, named at the start of each warning
+) -> pd.DataFrame:  # one row per group with events, in `bg`'s order: `group, gmce, lo, hi, n_events, n_bins`
+    """The calibration error of every group (GMCE, the l2 error of its bins) at once, no loop over groups; with
+    `intervals`, each group's per-bin Normal-resampling interval, exactly as `ece_interval(norm='l2')` draws it for the
+    group alone. A group without events has no error and no row; a group with fewer events than `n_bins` (or
+    `bin_size`) was binned with one event per bin (or in one bin); both are named, with their counts, in one warning."""
+    if not isinstance(st, BinStats): raise TypeError(f'st must be a BinStats, got {type(st).__name__}')
+    bg = np.asarray(bg)
+    if bg.ndim != 1 or len(bg) != len(st.n): raise ValueError(f'bg must give each of the {len(st.n)} bins its group, '
+                                                              f'got shape {bg.shape}')
+    intervals = check_bool('intervals', intervals)
+    if intervals: n_samples, level, seed = _check_samples(n_samples, level, seed)
+    keep = st.n > 0                                      # empty bins (fixed-width, sketched edges) carry no weight
+    st, bg = st.nonempty(), bg[keep]
+    if len(bg) == 0: raise ValueError('st holds no events: no group has an error')
+    bounds = np.flatnonzero(np.r_[True, bg[1:] != bg[:-1]])            # each group's first bin
+    present = bg[bounds]
+    if len(pd.unique(present)) < len(present): raise ValueError("bg: each group's bins must be together (in turn)")
+    nb = np.diff(np.r_[bounds, len(bg)])
+    total = np.add.reduceat(st.n, bounds)
+    w = st.n / np.repeat(total, nb)
+    gmce = np.sqrt(np.add.reduceat(w * (st.conf - st.acc) ** 2, bounds))
+    every = pd.Index(present if groups is None else groups)
+    empty = every[~every.isin(present)]
+    need = bin_size if bin_size is not None else n_bins
+    small = present[total < need] if need is not None else present[:0]
+    head = f'{who}: ' if who else ''
+    said = [f'{len(empty)} of {len(every)} group(s) have no events, so no error: {_some(empty)}'] if len(empty) else []
+    if len(small):
+        said.append(f'{len(small)} of {len(every)} group(s) have fewer than {need} events, so '
+                    f'{"one event per bin" if bin_size is None else "a single bin"}: {_some(small)}')
+    if said: warnings.warn(head + '; '.join(said), stacklevel=2)
+    t = pd.DataFrame(dict(group=present, gmce=gmce, n_events=total, n_bins=nb))
+    if not intervals: return t
+    lo = hi = np.full(len(nb), np.nan)
+    if budget is not None and n_samples * len(bg) > budget:
+        warnings.warn(f'{head}per-group intervals left out: {len(nb):,} groups hold {len(bg):,} bins, and '
+                      f'{n_samples:,} resamples of each exceed {budget:,} values; pass fewer resamples (n_samples=...) '
+                      'for them', stacklevel=2)
+    else:
+        lo, hi = _group_intervals(st, bounds, nb, w, n_samples, level, seed)
+        flat = int(np.count_nonzero(hi - lo <= 1e-12 * (1 + gmce)))
+        if flat: warnings.warn(f'{head}{flat} of {len(nb):,} groups have a degenerate (zero-width) interval: their '
+                               'bins hold one event or only correct or only wrong events, so resampling has no spread',
+                               stacklevel=2)
+    t.insert(2, 'lo', lo)
+    t.insert(3, 'hi', hi)
+    return t
+
 
 # %% ../nbs/03_metrics.ipynb #ca1770a2
 def gmce(
     events,  # marginal events: an events frame with `conf, correct, label`
-    groups,  # label -> group: a dict, a Series, or a fitted grouper (e.g. `grouper("tfg")`)
+    groups,  # label -> group: a dict or a Series (e.g. `calibkit.groupers.group_map(grouper, labels)`)
     *,
     n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
     bin_size=None,  # events per equal-mass bin, instead of `n_bins`
 ) -> pd.DataFrame:
-    "Grouped marginal calibration error: one row per group (`group, gmce, n_events, n_labels, n_bins`); equal-mass bins within each group."
+    """Grouped marginal calibration error: one row per group with events (`group, gmce, n_events, n_labels, n_bins`);
+    equal-mass bins within each group (`group_errors`' rule and warning for empty and small groups)."""
     frame = as_frame(events)
-    if frame is None: raise TypeError(f'events must be an events frame (pandas, polars or pyarrow), got {type(events).__name__}')
+    if frame is None:
+        raise TypeError(f'events must be an events frame (pandas, polars or pyarrow), got {type(events).__name__}')
     c, y = as_pairs(frame)
     if 'label' not in frame.columns: raise ValueError('events frame lacks a label column, needed to group')
     gid, index = group_ids(frame['label'], groups)
-    stats = per_group_stats(c, y, gid, len(index), n_bins=n_bins, bin_size=bin_size)
-    n_labels = group_map(groups).value_counts().reindex(index).to_numpy()
-    return gmce_table(stats, index, n_labels, n_bins=n_bins, bin_size=bin_size)
+    spec = bin_spec(n_bins, bin_size)
+    st, bg = group_bins(c, y, gid + 1, len(index), **spec)
+    t = group_errors(st, index.to_numpy()[bg - 1], index, **spec, intervals=False, who='gmce')
+    t.insert(3, 'n_labels', check_group_map(groups).value_counts().reindex(t.group).to_numpy())
+    return t
+
 
 # %% ../nbs/03_metrics.ipynb #8a69224b
 class MarginalCE(NamedTuple):
@@ -275,19 +332,20 @@ def marginal_ce(
     min_events=None,  # skip classes with fewer events than this (default: one bin's worth)
     labels=None,  # the K label names in column order (default: 0..K-1)
 ) -> MarginalCE:
-    "MCE: root-mean-square over classes of each class's equal-mass l2 error; cells below `threshold` (default: the settings', 0.01) dropped, classes below `min_events` skipped."
+    """MCE: root-mean-square over classes of each class's equal-mass l2 error; cells below `threshold` (default: the
+    settings', 0.01) dropped, classes below `min_events` skipped."""
     spec = bin_spec(n_bins, bin_size)
     min_events = check_int('min_events', next(iter(spec.values())) if min_events is None else min_events, 1)
     s, g = check_scores(scores, gold, labels)              # gold may be given as label names
     ev = events_from_scores(s, g, threshold=threshold)
     k = s.shape[1]
     lab, y = ev['label'].to_numpy(), ev['correct'].to_numpy()
-    stats = per_group_stats(ev['conf'].to_numpy(), y, lab, k, **spec)
+    st, bg = group_bins(ev['conf'].to_numpy(), y, lab + 1, k, **spec)
+    per = group_errors(st, bg - 1, intervals=False).set_index('group').reindex(range(k))   # classes without events: NaN
     t = pd.DataFrame({'label': list(labels) if labels is not None else np.arange(k),
-                      'n_events': [0 if st is None else st.total for st in stats],
+                      'n_events': per.n_events.fillna(0).to_numpy(np.int64),
                       'n_pos': np.bincount(lab, weights=y, minlength=k).astype(np.int64),
-                      'n_bins': [0 if st is None else len(st.n) for st in stats],
-                      'ce': [np.nan if st is None else np.sqrt(st.sq_error()) for st in stats]})
+                      'n_bins': per.n_bins.fillna(0).to_numpy(np.int64), 'ce': per.gmce.to_numpy()})
     t['used'] = t.n_events >= min_events
     if not t.used.any(): raise ValueError(f'marginal_ce: no class has min_events={min_events} events')
     if not t.used.all():
@@ -296,6 +354,8 @@ def marginal_ce(
                       f'skipped (listed in per_class, used=False), e.g. {list(skipped[:5])}')
     return MarginalCE(float(np.sqrt(np.mean(t.ce[t.used] ** 2))), t)
 
+
+# %% ../nbs/03_metrics.ipynb #6f3898d4
 def top_label_ce(
     scores,  # n×K score matrix (probabilities; a frame's columns are the labels)
     gold,  # the gold label of each row: column ids, or names with `labels`

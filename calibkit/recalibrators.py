@@ -10,35 +10,39 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.exceptions import NotFittedError
 from .config import default
 from .events import (as_pairs, check_choice, check_conf, check_correct, check_int, check_float, count_true,
-                             numeric_array)
+                             group_slices, numeric_array)
 from .binning import bin_starts, sort_pairs, tie_runs
 
 # %% auto #0
 __all__ = ['EXPECTED_FAILED_CHECKS', 'NORMALISER_EXPECTED_FAILED_CHECKS', 'as_scores', 'fit_pairs', 'like', 'Recalibrator',
            'equal_mass_edges', 'bin_index', 'HistogramBinning', 'Isotonic', 'logistic_fit', 'Platt', 'BetaCalibration',
-           'fresh', 'ScalingBinning', 'ScalingBinningKLS', 'group_slices', 'Grouped', 'as_uncertainty',
-           'UncertaintyNormaliser']
+           'fresh', 'ScalingBinning', 'ScalingBinningKLS', 'Grouped', 'as_uncertainty', 'UncertaintyNormaliser']
 
 # %% ../nbs/30_recalibrators.ipynb #db6a0c6f
 def _check_both(y: np.ndarray) -> None:
     pos, n = int(np.count_nonzero(y)), len(y)
     if pos in (0, n):
-        raise ValueError(f'correct: all {n} fit events are {int(pos > 0)}: a recalibrator needs both outcomes (0 and 1) to learn from')
+        raise ValueError(f'correct: all {n} fit events are {int(pos > 0)}: a recalibrator needs both outcomes (0 and '
+                         '1) to learn from')
 
 def as_scores(
     X,  # confidences, shape (n,) or (n, 1), a Series, or an events frame (its `conf` column)
     name: str = 'X',  # the argument's name in error messages
 ) -> np.ndarray:  # the confidences, shape (n,)
-    "Confidences from X of shape (n,) or (n, 1), a Series, or an events frame (its `conf` column), validated by `check_conf`."
+    """Confidences from X of shape (n,) or (n, 1), a Series, or an events frame (its `conf` column), validated by
+    `check_conf`."""
     if isinstance(X, pd.DataFrame):
         if 'conf' not in X.columns: raise ValueError(f'events frame lacks a conf column; it has {list(X.columns)}')
         return check_conf(X['conf'])
     a = X if isinstance(X, (np.ndarray, pd.Series)) else np.asarray(X)
     if np.ndim(a) == 2:
-        if a.shape[1] != 1: raise ValueError(f'{name} must have shape (n,) or (n, 1) (one feature: the confidence), got {a.shape}')
+        if a.shape[1] != 1:
+            raise ValueError(f'{name} must have shape (n,) or (n, 1) (one feature: the confidence), got {a.shape}')
         a = np.asarray(a)[:, 0]
     return check_conf(a)
 
+
+# %% ../nbs/30_recalibrators.ipynb #31f98f8b
 def fit_pairs(
     X,  # confidences, shape (n,) or (n, 1), or an events frame with `conf, correct`
     y=None,  # outcomes, 1/True = correct (None when X is a frame)
@@ -49,19 +53,25 @@ def fit_pairs(
     c = as_scores(X)
     return c, check_correct(y, len(c))
 
+
+# %% ../nbs/30_recalibrators.ipynb #8d25d9a8
 def like(
     X,  # what `transform` was given: scores (n,) or (n, 1), a Series, or an events frame
     out: np.ndarray,  # the recalibrated confidences, shape (n,)
 ) -> np.ndarray | pd.Series | pd.DataFrame:  # `out` in the container of X
-    "Recalibrated confidences `out` in the container of X: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series (same index and name), an events frame → a copy with `conf` replaced."
+    """Recalibrated confidences `out` in the container of X: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series (same
+    index and name), an events frame → a copy with `conf` replaced."""
     if isinstance(X, pd.DataFrame):
         X = X.copy(); X['conf'] = out
         return X
     if isinstance(X, pd.Series): return pd.Series(out, index=X.index, name=X.name)
     return out[:, None] if np.ndim(X) == 2 else out
 
+
+# %% ../nbs/30_recalibrators.ipynb #6af8951f
 class Recalibrator(TransformerMixin, BaseEstimator):
-    "Base class, a scikit-learn transformer: `fit(X, y)` on held-out events, `transform(X)` maps confidences (the caller's container back)."
+    """Base class, a scikit-learn transformer: `fit(X, y)` on held-out events, `transform(X)` maps confidences (the
+    caller's container back)."""
     name: str = ''
     description: str = ''
 
@@ -76,15 +86,18 @@ class Recalibrator(TransformerMixin, BaseEstimator):
     _scores = staticmethod(as_scores)                 # what transform and predict read X as (confidences in [0, 1])
 
     def _check_fitted(self):
-        if not hasattr(self, 'n_fit_'): raise NotFittedError(f'this {self.name} recalibrator is not fitted yet: call fit first')
+        if not hasattr(self, 'n_fit_'):
+            raise NotFittedError(f'this {self.name} recalibrator is not fitted yet: call fit first')
 
     def transform(self, X):
-        "Recalibrated confidences in X's container: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series (same index), an events frame → a copy with `conf` replaced."
+        """Recalibrated confidences in X's container: (n,) → (n,), (n, 1) → (n, 1), a Series → a Series (same index), an
+        events frame → a copy with `conf` replaced."""
         self._check_fitted()
         return like(X, self._transform(self._scores(X)))
 
     def predict(self, X) -> np.ndarray:
-        "The recalibrated confidences as a 1-d array, whatever X's form (scikit-learn's prediction API: `cross_val_predict`, scorers)."
+        """The recalibrated confidences as a 1-d array, whatever X's form (scikit-learn's prediction API:
+        `cross_val_predict`, scorers)."""
         self._check_fitted()
         return self._transform(self._scores(X))
 
@@ -98,12 +111,15 @@ def equal_mass_edges(
     c: np.ndarray,  # fit scores
     n_bins: int,  # number of equal-mass bins (ties can merge some)
 ) -> np.ndarray:  # the bins' upper edges but the last, ascending and distinct
-    "Upper edges of `n_bins` equal-mass bins of the scores `c`: each bin's largest score but the last, distinct, below max(c)."
+    """Upper edges of `n_bins` equal-mass bins of the scores `c`: each bin's largest score but the last, distinct, below
+    max(c)."""
     starts = bin_starts(len(c), n_bins=n_bins)
     last = np.append(starts[1:], len(c)) - 1                # rank of each bin's largest score
     hi = np.sort(c)[last]                                   # numpy 2's vectorised sort beats np.partition here
     return np.unique(hi[:-1][hi[:-1] < hi[-1]])
 
+
+# %% ../nbs/30_recalibrators.ipynb #2737e37e
 def bin_index(
     edges: np.ndarray,  # upper edges of all bins but the last (`equal_mass_edges`)
     s: np.ndarray,  # scores
@@ -137,10 +153,14 @@ class HistogramBinning(Recalibrator):
 
     @classmethod
     def from_bins(cls, edges, counts, values) -> 'HistogramBinning':
-        "A fitted instance from its bins (upper `edges` of all bins but the last, fit `counts` and output `values` per bin), e.g. computed out of core by `calibkit.dask`."
+        """A fitted instance from its bins (upper `edges` of all bins but the last, fit `counts` and output `values` per
+        bin), e.g. computed out of core by `calibkit.dask`."""
         e, n, v = (np.asarray(a, np.float64).ravel() for a in (edges, counts, values))
-        if not (len(n) == len(v) == len(e) + 1): raise ValueError(f'from_bins: counts and values need len(edges) + 1 = {len(e) + 1} entries, got {len(n)} and {len(v)}')
-        if len(e) and (np.any(np.diff(e) <= 0) or e[0] < 0 or e[-1] > 1): raise ValueError('from_bins: edges must be strictly increasing in [0, 1]')
+        if not (len(n) == len(v) == len(e) + 1):
+            raise ValueError(f'from_bins: counts and values need len(edges) + 1 = {len(e) + 1} entries, got {len(n)} '
+                             f'and {len(v)}')
+        if len(e) and (np.any(np.diff(e) <= 0) or e[0] < 0 or e[-1] > 1):
+            raise ValueError('from_bins: edges must be strictly increasing in [0, 1]')
         if np.any(n < 1) or np.any(n != np.round(n)): raise ValueError('from_bins: counts must be integers >= 1')
         if np.any(~(v >= 0) | ~(v <= 1)): raise ValueError('from_bins: values must be in [0, 1] (no NaN)')
         h = cls(n_bins=len(v))
@@ -151,10 +171,12 @@ class HistogramBinning(Recalibrator):
     def _transform(self, c): return self.values_[bin_index(self.edges_, c)]
 
     def table(self) -> pd.DataFrame:
-        "One row per bin: its edges `lo` (exclusive, but 0 for the first), `hi` (inclusive), fit events `n` and output `value`."
+        """One row per bin: its edges `lo` (exclusive, but 0 for the first), `hi` (inclusive), fit events `n` and output
+        `value`."""
         self._check_fitted()
         e = self.edges_
-        return pd.DataFrame(dict(lo=np.r_[0.0, e], hi=np.r_[e, 1.0], n=self.counts_, value=self.values_)).rename_axis('bin')
+        t = pd.DataFrame(dict(lo=np.r_[0.0, e], hi=np.r_[e, 1.0], n=self.counts_, value=self.values_))
+        return t.rename_axis('bin')
 
 # %% ../nbs/30_recalibrators.ipynb #7b5545cf
 _RESOLUTION = np.finfo(np.float64).resolution     # 1e-15: closer fit scores are one point
@@ -186,9 +208,11 @@ def logistic_fit(
     start,  # the first θ: k weights, then the intercept
     max_iter: int = 100,  # Newton steps at most
 ) -> np.ndarray:  # θ = (k weights, intercept)
-    "Unpenalised logistic regression: θ = (weights…, intercept) minimising the cross-entropy of σ(X·w + b) against targets `t` in [0, 1] (Newton, step halving)."
+    """Unpenalised logistic regression: θ = (weights…, intercept) minimising the cross-entropy of σ(X·w + b) against
+    targets `t` in [0, 1] (Newton, step halving)."""
     from scipy.special import expit
-    cols = [np.ascontiguousarray(X[:, j], dtype=np.float64) for j in range(X.shape[1])]   # one contiguous array per feature
+    # one contiguous array per feature
+    cols = [np.ascontiguousarray(X[:, j], dtype=np.float64) for j in range(X.shape[1])]
     dot = lambda u, v: np.einsum('i,i', u, v)          # einsum, not BLAS: its threads stall on a busy machine
     lin = lambda th: sum((th[j] * x for j, x in enumerate(cols)), np.full(len(t), th[-1]))
     def loss(th):
@@ -237,9 +261,11 @@ class Platt(Recalibrator):
 
 # %% ../nbs/30_recalibrators.ipynb #178c0709
 class BetaCalibration(Recalibrator):
-    "Beta calibration (Kull, Silva Filho & Flach 2017), the three-parameter 'abm' family: σ(a ln q − b ln(1 − q) + c) with a, b ≥ 0."
+    """Beta calibration (Kull, Silva Filho & Flach 2017), the three-parameter 'abm' family: σ(a ln q − b ln(1 − q) + c)
+    with a, b ≥ 0."""
     name = 'beta'
-    description = 'Beta calibration (Kull et al. 2017): logistic regression on ln q and -ln(1-q), a, b >= 0 (betacal parameters="abm")'
+    description = ('Beta calibration (Kull et al. 2017): logistic regression on ln q and -ln(1-q), a, b >= 0 (betacal '
+                   'parameters="abm")')
 
     def _fit(self, c, y):
         x, t = _beta_features(c), y.astype(np.float64)
@@ -254,7 +280,8 @@ class BetaCalibration(Recalibrator):
 
     @property
     def m_(self) -> float:
-        "The midpoint m (the score mapped to 1/2): a ln m − b ln(1 − m) + c = 0, by bisection (nan when there is none in (0, 1))."
+        """The midpoint m (the score mapped to 1/2): a ln m − b ln(1 − m) + c = 0, by bisection (nan when there is none
+        in (0, 1))."""
         self._check_fitted()
         from scipy.optimize import brentq
         f = lambda m: self.a_ * np.log(m) - self.b_ * np.log1p(-m) + self.c_
@@ -277,16 +304,23 @@ def fresh(
     recal,  # a recalibrator instance, or None (isotonic regression)
     name: str = 'scaler',  # the argument's name in error messages
 ) -> Recalibrator:  # an unfitted copy
-    "An unfitted copy (`sklearn.base.clone`) of a recalibrator instance; None gives `Isotonic()`. A TypeError naming `name` otherwise."
+    """An unfitted copy (`sklearn.base.clone`) of a recalibrator instance; None gives `Isotonic()`. A TypeError naming
+    `name` otherwise."""
     if recal is None: return Isotonic()
-    if isinstance(recal, type) or not (callable(getattr(recal, 'fit', None)) and callable(getattr(recal, 'transform', None))):
-        raise TypeError(f'{name} must be a recalibrator instance (with fit and transform) or None, got {type(recal).__name__} {recal!r}')
+    fits = callable(getattr(recal, 'fit', None)) and callable(getattr(recal, 'transform', None))
+    if isinstance(recal, type) or not fits:
+        raise TypeError(f'{name} must be a recalibrator instance (with fit and transform) or None, got '
+                        f'{type(recal).__name__} {recal!r}')
     return clone(recal)
 
+
+# %% ../nbs/30_recalibrators.ipynb #f5cd677d
 class ScalingBinning(Recalibrator):
-    "Scaling-binning (Kumar, Liang & Ma 2019, §4): a scaling function fit on one part, then its outputs binned (equal mass) on the other."
+    """Scaling-binning (Kumar, Liang & Ma 2019, §4): a scaling function fit on one part, then its outputs binned (equal
+    mass) on the other."""
     name = 'scaling_binning'
-    description = 'Scaling-binning (Kumar et al. 2019): split dev; scale (isotonic or Platt) fit on one part, equal-mass bins of the scaled other part'
+    description = ('Scaling-binning (Kumar et al. 2019): split dev; scale (isotonic or Platt) fit on one part, '
+                   'equal-mass bins of the scaled other part')
 
     def __init__(self,
                  n_bins: int | None = None,  # number of equal-mass bins (default: the settings' n_bins, 10)
@@ -304,10 +338,12 @@ class ScalingBinning(Recalibrator):
         self.scaler_ = fresh(self.scaler)
         perm = np.random.default_rng(seed).permutation(len(c))
         k = int(round(split * len(c)))
-        if not 0 < k < len(c): raise ValueError(f'scaling_binning needs events in both parts: {len(c)} fit events, split {split}')
+        if not 0 < k < len(c):
+            raise ValueError(f'scaling_binning needs events in both parts: {len(c)} fit events, split {split}')
         p1, p2 = perm[:k], perm[k:]
         try: self.scaler_.fit(c[p1], y[p1])
-        except ValueError as e: raise ValueError(f'scaling_binning, fitting the scaler on part 1 ({k} events): {e}') from None
+        except ValueError as e:
+            raise ValueError(f'scaling_binning, fitting the scaler on part 1 ({k} events): {e}') from None
         s2 = self.scaler_.transform(c[p2])
         self.edges_ = equal_mass_edges(s2, n_bins)
         self.counts_, self.values_ = _bin_means(self.edges_, s2, s2)
@@ -316,9 +352,11 @@ class ScalingBinning(Recalibrator):
 
 # %% ../nbs/30_recalibrators.ipynb #b48eb236
 class ScalingBinningKLS(Recalibrator):
-    "Scaling-binning as Kranzlein, Liu & Schneider (2021) describe it: equal-mass bins of the raw scores, each output the mean of the scaling function over its fit scores."
+    """Scaling-binning as Kranzlein, Liu & Schneider (2021) describe it: equal-mass bins of the raw scores, each output
+    the mean of the scaling function over its fit scores."""
     name = 'scaling_binning_kls'
-    description = 'Scaling-binning as the sparse-tagset paper (Kranzlein et al. 2021): scaler fit on all dev events, equal-mass bins of the raw scores, output = mean scaled value per bin'
+    description = ('Scaling-binning as the sparse-tagset paper (Kranzlein et al. 2021): scaler fit on all dev events, '
+                   'equal-mass bins of the raw scores, output = mean scaled value per bin')
 
     def __init__(self,
                  n_bins: int | None = None,  # number of equal-mass bins (default: the settings' n_bins, 10)
@@ -335,16 +373,9 @@ class ScalingBinningKLS(Recalibrator):
     def _transform(self, c): return self.values_[bin_index(self.edges_, c)]
 
 # %% ../nbs/30_recalibrators.ipynb #b9be400a
-def group_slices(
-    gid: np.ndarray,  # each event's group id, 1..n_groups
-    n_groups: int,  # number of groups
-) -> tuple[np.ndarray, np.ndarray]:  # `order` (event indices by group) and `bounds` (n_groups + 1 offsets)
-    "For group ids 1..n_groups: event indices sorted by group (stable) and `bounds`, group g's events being `order[bounds[g-1]:bounds[g]]`."
-    order = np.argsort(gid.astype(np.int32 if n_groups >= 2**15 else np.int16), kind='stable')
-    return order, np.searchsorted(gid[order], np.arange(1, n_groups + 2))
-
 class Grouped(TransformerMixin, BaseEstimator):
-    "One recalibrator per group of tags (Kranzlein, Liu & Schneider 2021), fitted on the group's events; small groups use a pooled model."
+    """One recalibrator per group of tags (Kranzlein, Liu & Schneider 2021), fitted on the group's events; small groups
+    use a pooled model."""
 
     def __init__(self,
                  grouper,  # a grouper fitted on training tag counts: its `assign(labels)` gives groups 1..G
@@ -363,13 +394,15 @@ class Grouped(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None, labels=None):
         "Fit one recalibrator per group on its events (X an events frame, or scores with y and `labels`)."
-        if not callable(getattr(self.grouper, 'assign', None)): raise TypeError(f'grouper must have an assign(labels) method, got {type(self.grouper).__name__}')
+        if not callable(getattr(self.grouper, 'assign', None)):
+            raise TypeError(f'grouper must have an assign(labels) method, got {type(self.grouper).__name__}')
         make = lambda: fresh(self.recalibrator, 'recalibrator')
         make()                                                # a TypeError now for a bad recalibrator, before any work
         min_events = check_int('min_events', self.min_events, 1)
         frame = X if isinstance(X, pd.DataFrame) else None
         c, yy = fit_pairs(X, y)
-        self.grouper_ = copy.deepcopy(self.grouper)          # used as fitted (on training counts); a copy, so later refits of the argument do not change this model
+        # used as fitted (on training counts); a copy, so later refits of the argument do not change this model
+        self.grouper_ = copy.deepcopy(self.grouper)
         gid = self._groups(self.grouper_, len(c), frame, labels)
         G = self.n_groups_ = int(getattr(self.grouper_, 'n_groups_', gid.max()))
         order, bounds = group_slices(gid, G)
@@ -386,20 +419,24 @@ class Grouped(TransformerMixin, BaseEstimator):
         if not own.all():
             self.pooled_ = make().fit(c, yy)
             bad = np.flatnonzero(~own)
-            desc = ', '.join(f'group {g + 1} ({n[g]} events, {pos[g]} correct)' for g in bad[:10]) + (', …' if len(bad) > 10 else '')
+            desc = (', '.join(f'group {g + 1} ({n[g]} events, {pos[g]} correct)' for g in bad[:10])
+                    + (', …' if len(bad) > 10 else ''))
             warnings.warn(f'Grouped: {len(bad)} of {G} groups have fewer than {min_events} fit events or only one '
                           f'outcome and use the pooled {self.pooled_.name} model: {desc}', stacklevel=2)
-        self.table_ = pd.DataFrame(dict(group=np.arange(1, G + 1), n_events=n, n_correct=pos, model=np.where(own, 'own', 'pooled')))
+        self.table_ = pd.DataFrame(dict(group=np.arange(1, G + 1), n_events=n, n_correct=pos,
+                                        model=np.where(own, 'own', 'pooled')))
         self.n_features_in_ = 1
         return self
 
     def transform(self, X, labels=None):
         "Recalibrated confidences, each event by its group's model, in X's container (as `Recalibrator.transform`)."
-        if not hasattr(self, 'models_'): raise NotFittedError('this Grouped recalibrator is not fitted yet: call fit first')
+        if not hasattr(self, 'models_'):
+            raise NotFittedError('this Grouped recalibrator is not fitted yet: call fit first')
         frame = X if isinstance(X, pd.DataFrame) else None
         c = as_scores(X)
         gid = self._groups(self.grouper_, len(c), frame, labels)
-        if gid.max() > self.n_groups_: raise ValueError(f'the grouper assigned group {gid.max()}, but groups 1..{self.n_groups_} were fitted')
+        if gid.max() > self.n_groups_:
+            raise ValueError(f'the grouper assigned group {gid.max()}, but groups 1..{self.n_groups_} were fitted')
         order, bounds = group_slices(gid, self.n_groups_)
         out = np.empty(len(c), np.float64)
         for g in np.flatnonzero(np.diff(bounds)):           # a loop over the groups present
@@ -409,27 +446,33 @@ class Grouped(TransformerMixin, BaseEstimator):
 
     def table(self) -> pd.DataFrame:
         "One row per group 1..G: group, n_events, n_correct (fit events) and model ('own' or 'pooled')."
-        if not hasattr(self, 'table_'): raise NotFittedError('this Grouped recalibrator is not fitted yet: call fit first')
+        if not hasattr(self, 'table_'):
+            raise NotFittedError('this Grouped recalibrator is not fitted yet: call fit first')
         return self.table_
 
 # %% ../nbs/30_recalibrators.ipynb #3df7dee1
 _MULTI = 'X with several features: a recalibrator takes one confidence per event, shape (n,) or (n, 1)'
 EXPECTED_FAILED_CHECKS = {
-    **dict.fromkeys(['check_dict_unchanged', 'check_dont_overwrite_parameters', 'check_dtype_object', 'check_estimators_dtypes',
-                     'check_estimators_fit_returns_self', 'check_estimators_overwrite_params', 'check_estimators_pickle',
-                     'check_f_contiguous_array_estimator', 'check_fit2d_predict1d', 'check_fit_check_is_fitted', 'check_fit_idempotent',
-                     'check_fit_score_takes_y', 'check_methods_sample_order_invariance', 'check_methods_subset_invariance',
+    **dict.fromkeys(['check_dict_unchanged', 'check_dont_overwrite_parameters', 'check_dtype_object',
+                     'check_estimators_dtypes', 'check_estimators_fit_returns_self',
+                     'check_estimators_overwrite_params', 'check_estimators_pickle',
+                     'check_f_contiguous_array_estimator', 'check_fit2d_predict1d',
+                     'check_fit_check_is_fitted', 'check_fit_idempotent', 'check_fit_score_takes_y',
+                     'check_methods_sample_order_invariance', 'check_methods_subset_invariance',
                      'check_n_features_in', 'check_n_features_in_after_fitting', 'check_pipeline_consistency',
                      'check_readonly_memmap_input', 'check_transformer_data_not_an_array', 'check_transformer_general',
                      'check_transformer_preserve_dtypes'], _MULTI),
     **dict.fromkeys(['check_complex_data', 'check_positive_only_tag_during_fit'], 'X must be probabilities in [0, 1]'),
     **dict.fromkeys(['check_estimator_sparse_array', 'check_estimator_sparse_matrix', 'check_estimator_sparse_tag'],
                     'sparse X is refused (confidences are a dense vector)'),
-    **dict.fromkeys(['check_estimators_empty_data_messages', 'check_estimators_nan_inf', 'check_fit2d_1sample', 'check_fit2d_1feature'],
-                    "calibkit's own error wording (naming the argument and counting bad values), or y with one outcome refused"),
+    **dict.fromkeys(['check_estimators_empty_data_messages', 'check_estimators_nan_inf', 'check_fit2d_1sample',
+                     'check_fit2d_1feature'],
+                    "calibkit's own error wording (naming the argument and counting bad values), or y with one outcome "
+                    'refused'),
     'check_requires_y_none': 'y (correctness) is required unless X is an events frame',
 }
-"scikit-learn's generic estimator checks a recalibrator fails by design, with the reason (`check_estimator(..., expected_failed_checks=...)`)."
+("scikit-learn's generic estimator checks a recalibrator fails by design, with the reason "
+ "(`check_estimator(..., expected_failed_checks=...)`).")
 
 # %% ../nbs/30_recalibrators.ipynb #29ae6604
 def as_uncertainty(
@@ -454,6 +497,8 @@ def as_uncertainty(
                          'uncertainty scores must be finite')
     return a
 
+
+# %% ../nbs/30_recalibrators.ipynb #3f5d3043
 class UncertaintyNormaliser(Recalibrator):
     """An unbounded uncertainty score (entropy, NLL, semantic entropy: higher = less confident) mapped to a confidence
     in [0, 1] by a non-increasing fit of correctness on held-out events: isotonic (default) or logistic (Platt)."""

@@ -153,6 +153,8 @@ def _same_events(a, b) -> bool:
     return len(ca) == len(cb) and np.array_equal(ca, cb) and np.array_equal(ya, yb)
 
 # %% ../nbs/60_report.ipynb #c80cb334
+from .metrics import group_errors   # kept with its one user here (the imports cell is another change's)
+
 CI_BUDGET = 5 * 10**7   # resampled values a report spends at most on the groups' intervals, or a stage's bands
 
 def group_metrics(st: BinStats,  # every group's bins (`group_bins`)
@@ -160,39 +162,17 @@ def group_metrics(st: BinStats,  # every group's bins (`group_bins`)
                   *, level,  # interval level (as `ece_interval`)
                   n_samples,  # resamples
                   seed,  # their seed
+                  groups=None,  # every group, to name those without events (default: the groups in `bg`)
+                  n_bins=None,  # equal-mass bins asked for per group, to name the groups with fewer events
+                  bin_size=None,  # or the events per bin asked for (neither: no such check, e.g. fixed-width bins)
                   ) -> pd.DataFrame:
-    """GMCE (the l2 error of each group's bins) with the per-bin Normal-resampling interval of `ece_interval`, for all groups
-    of `group_bins` at once: one row per group (`group, gmce, lo, hi, n_events, n_bins`). Groups with the same number of
-    bins share the draws, exactly as `ece_interval(..., seed=seed)` draws them for each group alone; intervals are left
-    out (NaN, with a warning) when `n_samples` × bins exceeds `CI_BUDGET`."""
-    bounds = np.flatnonzero(np.r_[True, bg[1:] != bg[:-1]])            # each group's first bin
-    nb = np.diff(np.r_[bounds, len(bg)])
-    total = np.add.reduceat(st.n, bounds)
-    w = st.n / np.repeat(total, nb)
-    conf, acc = st.conf, st.acc
-    gmce = np.sqrt(np.add.reduceat(w * (conf - acc) ** 2, bounds))
-    lo, hi = np.full(len(nb), np.nan), np.full(len(nb), np.nan)
-    if n_samples * len(bg) > CI_BUDGET:
-        warnings.warn(f'per-group intervals left out: {len(nb):,} groups hold {len(bg):,} bins, and {n_samples:,} resamples '
-                      f'of each exceed {CI_BUDGET:,} values; pass fewer resamples (n_samples=...) for them', stacklevel=2)
-    else:
-        se, z = np.sqrt(acc * (1 - acc) / st.n), z_value(level)
-        for b in np.unique(nb):                          # a loop over the distinct numbers of bins, not groups
-            gi = np.flatnonzero(nb == b)
-            draws = np.random.default_rng(seed).standard_normal((n_samples, b))   # ece_interval's draws for b bins
-            chunk = max(1, CI_BUDGET // (16 * n_samples * b))   # groups per step: temporaries of ~25 MB
-            for s in range(0, len(gi), chunk):
-                part = gi[s:s + chunk]
-                at = bounds[part][:, None] + np.arange(b)     # (groups, b) bin indices
-                gap = np.abs(conf[at] - (acc[at] + se[at] * draws[:, None, :]))
-                vals = np.sqrt(np.einsum('sgb,gb->sg', gap ** 2, w[at]))
-                h = z * vals.std(axis=0, ddof=1)
-                mean = vals.mean(axis=0)
-                lo[part], hi[part] = np.maximum(0.0, mean - h), mean + h
-        flat = int(np.count_nonzero(hi - lo <= 1e-12 * (1 + gmce)))
-        if flat: warnings.warn(f'{flat} of {len(nb):,} groups have a degenerate (zero-width) interval: their bins hold one '
-                               'event or only correct or only wrong events, so resampling has no spread', stacklevel=2)
-    return pd.DataFrame(dict(group=bg[bounds], gmce=gmce, lo=lo, hi=hi, n_events=total, n_bins=nb))
+    """GMCE of every group of `group_bins` at once with its per-bin Normal-resampling interval, one row per group
+    (`group, gmce, lo, hi, n_events, n_bins`): `calibkit.metrics.group_errors` (its rule and warning for empty and
+    small groups) within the report's budget: intervals are left out (NaN, with a warning) when `n_samples` × bins
+    exceeds `CI_BUDGET`."""
+    return group_errors(st, bg, groups, n_bins=n_bins, bin_size=bin_size, level=level, n_samples=n_samples, seed=seed,
+                        budget=CI_BUDGET)
+
 
 # %% ../nbs/60_report.ipynb #02ab54f8
 def stage_bands(c,  # a stage's confidences

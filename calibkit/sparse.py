@@ -10,7 +10,11 @@ from typing import NamedTuple, Sequence
 import numpy as np, pandas as pd
 from .config import default
 from .events import as_pairs, events_from_scores, check_float, check_int
-from .metrics import ece_interval
+from .binning import group_bins
+from .datasets import bundled
+from .datasets.ud import read_conllu, words_frame
+from .models.taggers import SoftmaxTagger
+from .metrics import ece_interval, group_errors
 from .groupers import tag_counts
 from .plugins import grouper as make_grouper, make
 from .recalibrators import Grouped, group_slices
@@ -47,21 +51,17 @@ def _check_events(ev, name: str, threshold: float) -> pd.DataFrame:
 
 # %% ../nbs/42_sparse_study.ipynb #08ee4ffa
 def _scope_errors(c, y, gid, n_groups, n_bins, level, n_samples, seed) -> pd.DataFrame:
-    "One row per scope ('all', then groups '1'..'G'): n_events, n_bins, value, lo, hi."
-    kw = dict(norm='l2', level=level, n_samples=n_samples, seed=seed)
-    order, bounds = group_slices(gid, n_groups)          # ids 1..G: group g + 1 is order[bounds[g]:bounds[g + 1]]
-    rows, small, empty = [], [], []
-    for g in range(-1, n_groups):                       # -1: every event; then a loop over groups
-        idx = slice(None) if g < 0 else order[bounds[g]:bounds[g + 1]]
-        cg, yg = c[idx], y[idx]
-        name = 'all' if g < 0 else str(g + 1)
-        if len(cg) == 0: empty.append(name); rows.append((name, 0, 0, np.nan, np.nan, np.nan)); continue
-        nb = min(n_bins, len(cg))
-        if nb < n_bins: small.append(name)
-        rows.append((name, len(cg), nb, *ece_interval(cg, yg, n_bins=nb, **kw)))
-    if empty: warnings.warn(f'sparse_study: group(s) {empty} have no test events: their GMCE is NaN', stacklevel=4)
-    if small: warnings.warn(f'sparse_study: group(s) {small} have fewer than {n_bins} test events and use one event per bin', stacklevel=4)
+    "One row per scope ('all', then groups '1'..'G'): n_events, n_bins, value, lo, hi (NaN: a group without events)."
+    kw = dict(level=level, n_samples=n_samples, seed=seed)
+    every = np.arange(1, n_groups + 1)
+    t = group_errors(*group_bins(c, y, gid, n_groups, n_bins=n_bins), every, n_bins=n_bins, who='sparse_study', **kw)
+    t = t.set_index('group').reindex(every)             # a group without test events: NaN (said by group_errors)
+    nb = min(n_bins, len(c))
+    rows = [('all', len(c), nb, *ece_interval(c, y, n_bins=nb, norm='l2', **kw))]
+    rows += [(str(g), int(r.n_events), int(r.n_bins), r.gmce, r.lo, r.hi)
+             for g, r in zip(every, t.fillna({'n_events': 0, 'n_bins': 0}).itertuples())]   # a loop over groups
     return pd.DataFrame(rows, columns=['group', 'n_events', 'n_bins', 'value', 'lo', 'hi'])
+
 
 # %% ../nbs/42_sparse_study.ipynb #9dfcd96d
 # Table 1 of the paper, with its own scaling-binning variant
@@ -101,7 +101,8 @@ def recalibrate(
     *,
     min_events: int = 100,  # a group with fewer dev events uses the pooled model (`Grouped`)
 ) -> pd.DataFrame:  # `test` with `conf` recalibrated
-    "Test events recalibrated by one copy of the `recalibrator` instance per group of the fitted `grouper`, fitted on the dev events."
+    """Test events recalibrated by one copy of the `recalibrator` instance per group of the fitted `grouper`, fitted on
+    the dev events."""
     with warnings.catch_warnings():
         warnings.filterwarnings('ignore', message=_UNSEEN)
         return Grouped(grouper, recalibrator, min_events=min_events).fit(dev).transform(test)
@@ -112,8 +113,9 @@ def group_summary(
     counts: pd.Series,  # training tag counts (tag -> count)
     dev: pd.DataFrame,  # dev events frame (with `label`)
     test: pd.DataFrame,  # test events frame (with `label`)
-) -> pd.DataFrame:  # one row per group: group, n_tags, train_tokens, share, min_freq, max_freq, dev_events, test_events, tags
-    "One row per group (1 = most frequent, … G): tag types, training tokens, share and frequency range, dev and test events."
+) -> pd.DataFrame:  # a row per group: group, n_tags, train_tokens, share, min/max_freq, dev/test_events, tags
+    """One row per group (1 = most frequent, … G): tag types, training tokens, share and frequency range, dev and test
+    events."""
     t = grouper.table()
     tokens = counts.groupby(grouper.assign(counts.index.to_numpy(dtype=object))).sum()
     ev = lambda e: np.bincount(_assign(grouper, e['label']), minlength=len(t) + 1)[1:len(t) + 1]   # ids 1..G
@@ -137,7 +139,8 @@ def _check_unseen(counts: pd.Series, dev, test, last: int) -> None:
                          'events and train_counts must use the same tags (ids or names)')
     if parts:
         warnings.warn(f'sparse_study: {" and ".join(parts)} have tags unseen in training ({len(tags)} distinct, e.g. '
-                      f'{sorted(map(str, tags))[:5]}): they belong to the last group ({last}) for TFG and GMCE', stacklevel=3)
+                      f'{sorted(map(str, tags))[:5]}): they belong to the last group ({last}) for TFG and GMCE',
+                      stacklevel=3)
 
 def sparse_study(
     train_counts,  # training gold-tag counts (tag -> count), or the training gold labels
@@ -155,7 +158,8 @@ def sparse_study(
     n_samples: int | None = None,  # resamples per interval (default: the settings' ci_samples)
     seed: int | None = None,  # seed of the resampling and of seeded recalibrators (default: the settings' seed)
 ) -> pd.DataFrame:  # one row per recalibrator × grouper × scope (all, group 1..G); attrs: groups, settings
-    "SMCE and per-group GMCE before/after each recalibrator under SCW and grouped (TFG) recalibration, as Kranzlein, Liu & Schneider (2021) measure them: a tidy frame (see above)."
+    """SMCE and per-group GMCE before/after each recalibrator under SCW and grouped (TFG) recalibration, as Kranzlein,
+    Liu & Schneider (2021) measure them: a tidy frame (see above)."""
     threshold, n_bins, seed = _check_threshold(threshold), default('n_bins', n_bins), default('seed', seed)
     n_bins = check_int('n_bins', n_bins, 1)
     if isinstance(recalibrators, str) or hasattr(recalibrators, 'fit'): recalibrators = [recalibrators]
@@ -176,7 +180,8 @@ def sparse_study(
         names.append(name)
         for gname, g in ((scw.abbrev, scw), (label, tfg)):
             after = err(recalibrate(g, rec, dev, test, min_events=min_events)['conf'].to_numpy())
-            parts.append(pd.DataFrame({'recalibrator': name, 'grouper': gname, 'group': before.group, 'n_events': before.n_events,
+            parts.append(pd.DataFrame({'recalibrator': name, 'grouper': gname, 'group': before.group,
+                                       'n_events': before.n_events,
                                        'before': before.value, 'before_lo': before.lo, 'before_hi': before.hi,
                                        'after': after.value, 'after_lo': after.lo, 'after_hi': after.hi}))
     out = pd.concat(parts, ignore_index=True)
@@ -201,12 +206,15 @@ def sparse_study_from_scores(
     threshold: float | None = None,  # cells scoring below this are not events (default: the settings' threshold)
     **kw,  # `sparse_study`'s other parameters
 ) -> pd.DataFrame:  # `sparse_study`'s frame
-    "`sparse_study` from n×K score matrices and gold ids (the authors' format); `train_counts` keyed by tag index (or name, with `labels`)."
+    """`sparse_study` from n×K score matrices and gold ids (the authors' format); `train_counts` keyed by tag index (or
+    name, with `labels`)."""
     threshold = _check_threshold(threshold)
     dev = events_from_scores(dev_scores, dev_gold, threshold=threshold, labels=labels)      # validates each matrix once
     test = events_from_scores(test_scores, test_gold, threshold=threshold, labels=labels)
     k_dev, k_test = np.shape(dev_scores)[1], np.shape(test_scores)[1]
-    if k_dev != k_test: raise ValueError(f'dev_scores has {k_dev} columns but test_scores has {k_test}: both must score the same K tags')
+    if k_dev != k_test:
+        raise ValueError(f'dev_scores has {k_dev} columns but test_scores has {k_test}: '
+                         'both must score the same K tags')
     return sparse_study(train_counts, dev, test, threshold=threshold, **kw)
 
 # %% ../nbs/42_sparse_study.ipynb #0f3a6a73
@@ -221,7 +229,8 @@ def table1(
     groups: Sequence | None = None,  # the groups to show (default: the first and the last)
     digits: int = 4,  # decimals of the errors
 ) -> pd.DataFrame:  # strings, one row per recalibration and the count rows, indexed by `recalibration`
-    "The paper's Table 1 layout (strings): rows recalibrator × grouper, columns SMCE and GMCE of `groups` with Δ% and interval."
+    """The paper's Table 1 layout (strings): rows recalibrator × grouper, columns SMCE and GMCE of `groups` with Δ% and
+    interval."""
     g = results.attrs.get('groups')
     if g is None: raise ValueError('results must come from sparse_study (its attrs hold the groups)')
     groups = [g.group.iloc[0], g.group.iloc[-1]] if groups is None else [str(x) for x in groups]
@@ -253,7 +262,8 @@ def group_table(
     digits: int = 4,  # decimals of the errors (Δ% to one)
 ) -> pd.DataFrame:  # the rounded columns of `results`, one row per scope × recalibrator × grouper
     "Every scope (all and each group) × recalibrator × grouper, numbers rounded: before, after, Δ%, intervals, events."
-    cols = ['recalibrator', 'grouper', 'group', 'n_events', 'before', 'before_lo', 'before_hi', 'after', 'after_lo', 'after_hi', 'delta_pct']
+    cols = ['recalibrator', 'grouper', 'group', 'n_events', 'before', 'before_lo', 'before_hi', 'after', 'after_lo',
+            'after_hi', 'delta_pct']
     out = results[cols].copy()
     num = ['before', 'before_lo', 'before_hi', 'after', 'after_lo', 'after_hi']
     out[num] = out[num].round(digits)
@@ -277,7 +287,8 @@ def paper_findings(
                  f'SMCE Δ% from {min(d):+.1f}% to {max(d):+.1f}%'.replace('-', '−')))
     better = {t: r.after[(t, tfg, last)] < r.after[(t, 'SCW', last)] for t in techs}
     rows.append((f'{tfg} lowers the rarest group ({last}) more than SCW', all(better.values()),
-                 '; '.join(f'{t}: SCW {r.delta_pct[(t, "SCW", last)]:+.1f}% vs {tfg} {r.delta_pct[(t, tfg, last)]:+.1f}%'
+                 '; '.join(f'{t}: SCW {r.delta_pct[(t, "SCW", last)]:+.1f}% vs '
+                           f'{tfg} {r.delta_pct[(t, tfg, last)]:+.1f}%'
                            for t in techs).replace('-', '−')))
     worse = [pct(t, g, first) for t in techs for g in ('SCW', tfg) if r.after[(t, g, first)] > r.before[(t, g, first)]]
     rows.append((f'recalibration can make the most frequent group ({first}) worse', bool(worse),
@@ -289,7 +300,8 @@ def paper_findings(
         holds = reg['isotonic'] == fewest
         note = f' (tied with {", ".join(tied)})' if holds and tied else ''
         rows.append(('isotonic has the fewest regressions', holds,
-                     f'regressions out of {2 * len(gs)} group cells: ' + ', '.join(f'{t} {v}' for t, v in reg.items()) + note))
+                     f'regressions out of {2 * len(gs)} group cells: '
+                     + ', '.join(f'{t} {v}' for t, v in reg.items()) + note))
     return pd.DataFrame(rows, columns=['finding', 'holds', 'evidence'])
 
 # %% ../nbs/42_sparse_study.ipynb #19e13b02
@@ -302,7 +314,8 @@ def arrow_chart(
     title: str | None = None,  # the chart's title (default: what it shows)
     width: int = 150,  # width of a panel, in pixels
 ) -> alt.FacetChart:  # an Altair chart, one panel per scope
-    "Dot (uncalibrated) and arrow (recalibrated) per recalibrator × grouper, one panel per scope: green = better, red = worse."
+    """Dot (uncalibrated) and arrow (recalibrated) per recalibrator × grouper, one panel per scope: green = better, red
+    = worse."""
     import altair as alt
     need = ['recalibrator', 'grouper', 'group', 'before', 'after']
     missing = [c for c in need if c not in results.columns]
@@ -313,7 +326,8 @@ def arrow_chart(
         unknown = sorted(set(scopes) - set(d.group))
         if unknown: raise ValueError(f'scopes {unknown} are not in results (it has {sorted(set(d.group))})')
         d = d[d.group.isin(scopes)]
-    if d[['before', 'after']].isna().any().any(): raise ValueError('results holds NaN errors (a group without test events): choose scopes')
+    if d[['before', 'after']].isna().any().any():
+        raise ValueError('results holds NaN errors (a group without test events): choose scopes')
     order = list(dict.fromkeys(d.group))
     d['panel'] = d.group.map(lambda s: 'SMCE (all tags)' if s == 'all' else f'GMCE group {s}')
     d['x'] = d.recalibrator + ' · ' + d.grouper
@@ -324,7 +338,8 @@ def arrow_chart(
     color = alt.Color('change:N', scale=alt.Scale(domain=['better', 'worse'], range=[GREEN, RED]),
                       title='after recalibration', legend=alt.Legend(orient='bottom'))
     y = alt.Y('before:Q', title='l2 calibration error', scale=alt.Scale(zero=True))
-    tip = [alt.Tooltip('x:N', title='recalibration'), alt.Tooltip('before:Q', format='.4f'), alt.Tooltip('after:Q', format='.4f')]
+    tip = [alt.Tooltip('x:N', title='recalibration'), alt.Tooltip('before:Q', format='.4f'),
+           alt.Tooltip('after:Q', format='.4f')]
     dot = alt.Chart().mark_point(filled=True, color='black', size=40).encode(x, y, tooltip=tip)
     shaft = alt.Chart().mark_rule(strokeWidth=2).encode(x, y, alt.Y2('after:Q'), color=color)
     head = alt.Chart().mark_point(filled=True, size=70, opacity=1).encode(
@@ -341,11 +356,14 @@ def fold_ids(
     n_folds: int = 5,  # number of folds (>= 2)
     seed: int | None = None,  # seed of the assignment (default: the settings' seed)
 ) -> np.ndarray:  # each event's fold, 0..n_folds−1
-    "The fold (0 … n_folds − 1) of every event: whole items (the `item` column, e.g. sentences) when present, else single events; seeded."
+    """The fold (0 … n_folds − 1) of every event: whole items (the `item` column, e.g. sentences) when present, else
+    single events; seeded."""
     n_folds = check_int('n_folds', n_folds, 2)
     units = pd.factorize(events['item'])[0] if 'item' in events.columns else np.arange(len(events))
     n_units = int(units.max()) + 1
-    if n_units < n_folds: raise ValueError(f'n_folds={n_folds} but the events hold only {n_units} ' + ('items' if 'item' in events.columns else 'events'))
+    if n_units < n_folds:
+        raise ValueError(f'n_folds={n_folds} but the events hold only {n_units} '
+                         + ('items' if 'item' in events.columns else 'events'))
     fold_of_unit = np.random.default_rng(default('seed', seed)).permutation(n_units) % n_folds
     return fold_of_unit[units]
 
@@ -357,7 +375,8 @@ class NGroupsChoice(NamedTuple):
 
 def choose_n_groups(
     train_counts,  # training gold-tag counts (tag -> count), or the training gold labels
-    dev_events: pd.DataFrame,  # marginal events to cross-validate on (`conf, correct, label`, and `item` to keep items whole)
+    # marginal events to cross-validate on (`conf, correct, label`, and `item` to keep items whole)
+    dev_events: pd.DataFrame,
     *,
     candidates: Sequence[int] = range(1, 9),  # the numbers of groups G to try
     recalibrator='isotonic',  # a registered recalibrator name or an instance
@@ -367,8 +386,8 @@ def choose_n_groups(
     min_events: int = 100,  # a group with fewer fit events uses the pooled recalibrator
     seed: int | None = None,  # seed of the folds and of a seeded recalibrator (default: the settings' seed)
 ) -> NGroupsChoice:  # the per-candidate table and the chosen G
-    "Cross-validated number of TFG groups on the dev events: held-out SMCE, GMCE and `gmce_eval` (mean GMCE over the finest candidate's groups) per candidate G; the lowest `gmce_eval` wins, ties to the smaller G."
-    from calibkit.metrics import ece
+    """Cross-validated number of TFG groups on the dev events: held-out SMCE, GMCE and `gmce_eval` (mean GMCE over the
+    finest candidate's groups) per candidate G; the lowest `gmce_eval` wins, ties to the smaller G."""
     n_bins, seed = check_int('n_bins', default('n_bins', n_bins), 1), default('seed', seed)
     candidates = sorted({check_int('candidates', g, 1) for g in candidates})
     if not candidates: raise ValueError('candidates is empty')
@@ -376,15 +395,17 @@ def choose_n_groups(
     folds = fold_ids(dev, n_folds, seed)
     rec, _ = _recalibrator(recalibrator, n_bins, seed)
     c, y = dev['conf'].to_numpy(), dev['correct'].to_numpy()
-    l2 = lambda q, yy: ece(q, yy, n_bins=min(n_bins, len(q)), norm='l2')
+    def errors(q, gid, n_groups):
+        "The l2 error of every group (ids 1..n_groups) with events, for confidences q of the dev events."
+        return group_errors(*group_bins(q, y, gid, n_groups, n_bins=n_bins), intervals=False).gmce.to_numpy()
+    l2 = lambda q: errors(q, np.ones(len(q), np.int64), 1)[0]     # SMCE: all events, one group
     def tfg(G):
         with warnings.catch_warnings():
-            warnings.filterwarnings('ignore', message='tfg: rule')  # fewer groups than asked: reported as n_groups_fitted
+            warnings.filterwarnings('ignore', message='tfg: rule')   # fewer groups than asked: n_groups_fitted says it
             return make_grouper('tfg', n_groups=G).fit(counts)
     def gmces(q, g):
         "GMCE of every non-empty group of the fitted grouper g, for confidences q of the dev events."
-        order, bounds = group_slices(_assign(g, dev['label']), g.n_groups_)
-        return [l2(q[order[bounds[j]:bounds[j + 1]]], y[order[bounds[j]:bounds[j + 1]]]) for j in range(g.n_groups_) if bounds[j + 1] > bounds[j]]
+        return errors(q, _assign(g, dev['label']), g.n_groups_)
     finest = tfg(candidates[-1])                                  # one partition for all candidates: comparable numbers
     rows = []
     for G in candidates:                                          # a loop over candidates and folds, not events
@@ -396,7 +417,8 @@ def choose_n_groups(
                 warnings.simplefilter('ignore')                   # pooled small groups, per fold: the table says enough
                 oof[out] = recalibrate(g, rec, dev[~out], dev[out], min_events=min_events)['conf'].to_numpy()
         gm = gmces(oof, g)
-        rows.append((G, g.n_groups_, l2(oof, y), float(np.mean(gm)), float(np.max(gm)), float(np.mean(gmces(oof, finest)))))
+        rows.append((G, g.n_groups_, l2(oof), float(np.mean(gm)), float(np.max(gm)),
+                     float(np.mean(gmces(oof, finest)))))
     t = pd.DataFrame(rows, columns=['n_groups', 'n_groups_fitted', 'smce', 'gmce_mean', 'gmce_max', 'gmce_eval'])
     t.attrs['gmce_eval_before'] = float(np.mean(gmces(c, finest)))
     chosen = int(t.n_groups[t.gmce_eval <= t.gmce_eval.min() + 1e-12].min())
@@ -412,7 +434,8 @@ def ewt_tags(
     words: pd.DataFrame,  # `calibkit.datasets.ud.words_frame` of the sentences
     tagset: str = 'xpos+deprel',  # a key of `TAGSETS`
 ) -> pd.Series:  # each word's tag, named 'tag'
-    "The tag of every word of a `calibkit.datasets.ud.words_frame` in `tagset` (a key of `TAGSETS`); `_` parts are left out."
+    """The tag of every word of a `calibkit.datasets.ud.words_frame` in `tagset` (a key of `TAGSETS`); `_` parts are
+    left out."""
     if tagset not in TAGSETS: raise ValueError(f'tagset must be one of {list(TAGSETS)}, got {tagset!r}')
     a, sep, b = TAGSETS[tagset]
     return (words[a] + np.where(words[b] == '_', '', sep + words[b])).rename('tag')
@@ -420,24 +443,27 @@ def ewt_tags(
 def ewt_split(
     sentences,  # CoNLL-U sentences in file order (`calibkit.datasets.ud.read_conllu`)
 ) -> np.ndarray:  # each sentence's part: 'train', 'recal' or 'eval'
-    "The part of every sentence: `train`, `recal` or `eval`, by its document's position j in file order (`PARTS[j % 5]`)."
+    """The part of every sentence: `train`, `recal` or `eval`, by its document's position j in file order (`PARTS[j %
+    5]`)."""
     docs = pd.Series([s.doc_id if s.doc_id is not None else s.sent_id for s in sentences], dtype=object)
-    if docs.isna().any(): raise ValueError(f'sentences: {int(docs.isna().sum())} have neither a document nor a sentence id')
+    if docs.isna().any():
+        raise ValueError(f'sentences: {int(docs.isna().sum())} have neither a document nor a sentence id')
     return np.array(PARTS, dtype=object)[pd.factorize(docs)[0] % len(PARTS)]
 
 class EWTEvents(NamedTuple):
-    "What `sparse_study` takes: recal-part events, eval-part events (attrs: accuracy, tokens, ...) and training tag counts."
+    """What `sparse_study` takes: recal-part events, eval-part events (attrs: accuracy, tokens, ...) and training tag
+    counts."""
     dev_events: pd.DataFrame   # marginal events of the `recal` part, thresholded
     test_events: pd.DataFrame  # marginal events of the `eval` part (attrs: accuracy, tokens, ...)
     train_counts: pd.Series    # gold tag counts of the `train` part
 
 def _data_dir(data_dir) -> Path:
     if data_dir is None:
-        from calibkit.datasets import bundled
         data_dir = bundled('ud_ewt')
     d = Path(data_dir)
     missing = [f for f in EWT_FILES if not (d/f).is_file()]
-    if missing: raise FileNotFoundError(f'{d} lacks {missing}: pass data_dir= the folder holding the UD English EWT files')
+    if missing:
+        raise FileNotFoundError(f'{d} lacks {missing}: pass data_dir= the folder holding the UD English EWT files')
     return d
 
 def ewt_study_events(
@@ -449,10 +475,9 @@ def ewt_study_events(
     max_iter: int = 10,  # the tagger's training epochs (SAGA)
     seed: int | None = None,  # seed of the tagger's training (default: the settings' seed)
 ) -> EWTEvents:  # recal and eval events and the training counts
-    "Train a softmax tagger on the `train` part of UD EWT and return the thresholded marginal events of `recal`/`eval` and the training counts."
+    """Train a softmax tagger on the `train` part of UD EWT and return the thresholded marginal events of `recal`/`eval`
+    and the training counts."""
     from sklearn.exceptions import ConvergenceWarning
-    from calibkit.datasets.ud import read_conllu, words_frame
-    from calibkit.models.taggers import SoftmaxTagger
     threshold, d = _check_threshold(threshold), _data_dir(data_dir)
     sents = [s for f in EWT_FILES for s in read_conllu(d/f)]
     part = ewt_split(sents)
