@@ -16,7 +16,7 @@ from .datasets.ud import read_conllu, words_frame
 from .models.taggers import SoftmaxTagger
 from .metrics import ece_interval, group_errors
 from .groupers import tag_counts
-from .plugins import grouper as make_grouper, make
+from .plugins import make
 from .recalibrators import Grouped, group_slices
 
 # %% auto #0
@@ -167,7 +167,7 @@ def sparse_study(
     counts = tag_counts(train_counts)
     dev, test = _check_events(dev_events, 'dev_events', threshold), _check_events(test_events, 'test_events', threshold)
     tfg, label = _grouper(grouper, counts, n_groups, rule)
-    scw = make_grouper('shared').fit(counts)
+    scw = make('grouper', 'shared').fit(counts)
     _check_unseen(counts, dev, test, tfg.n_groups_)
     gid = _assign(tfg, test['label'])
     c, y = test['conf'].to_numpy(), test['correct'].to_numpy()
@@ -402,7 +402,7 @@ def choose_n_groups(
     def tfg(G):
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', message='tfg: rule')   # fewer groups than asked: n_groups_fitted says it
-            return make_grouper('tfg', n_groups=G).fit(counts)
+            return make('grouper', 'tfg', dict(n_groups=G)).fit(counts)
     def gmces(q, g):
         "GMCE of every non-empty group of the fitted grouper g, for confidences q of the dev events."
         return errors(q, _assign(g, dev['label']), g.n_groups_)
