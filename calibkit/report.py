@@ -502,7 +502,9 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             gid = np.asarray(g.assign(ev['label']))
             gb = 'equal_mass' if binning == 'adaptive' else binning
             sg, bg = group_bins(c, y, gid, g.n_groups_, n_bins=n_bins, bin_size=bin_size, binning=gb)
-            t = group_metrics(sg, bg, level=level, n_samples=n_samples, seed=seed)
+            every, per = np.arange(1, g.n_groups_ + 1), gb == 'equal_mass'   # every group; equal-mass: sizes asked
+            t = group_metrics(sg, bg, level=level, n_samples=n_samples, seed=seed, groups=every,
+                              n_bins=n_bins if per else None, bin_size=bin_size if per else None)
             codes = pd.factorize(ev['label'])[0].astype(np.int64)
             pair = np.sort(gid * (codes.max() + 1) + codes)      # (group, label) pairs: count each once
             t['n_labels'] = np.bincount(pair[np.r_[True, np.diff(pair) > 0]] // (codes.max() + 1),
@@ -511,9 +513,6 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             groups.append(t.assign(stage=stage))
             ids = np.arange(g.n_groups_ + 1).astype(str).astype(object)   # each group's id as text, made once
             bins.append(bin_table(sg, level).reset_index().assign(stage=stage, group=ids[bg]))
-            if len(t) < g.n_groups_:
-                said.append(f'{g.n_groups_ - len(t)} of {g.n_groups_} groups have no {stage} events and are not in '
-                            'the group table')
     said += [str(w.message) for w in caught]
     said = list(dict.fromkeys(said))                     # each warning once, in order
     for w in said: warnings.warn(w, stacklevel=2)
@@ -651,7 +650,10 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
             if g is None: continue
             mapping = pd.Series(np.asarray(g.assign(pd.Series(labels.index))), index=labels.index)
             gb = cd.group_stats(ev, mapping, n_bins=n_bins, bin_size=bin_size, binning=binning, sketch=sketch)
-            t = group_metrics(gb.stats, gb.group, level=level, n_samples=n_samples, seed=seed)
+            per = binning == 'equal_mass'                # equal-mass bins: a group with fewer events is said
+            t = group_metrics(gb.stats, gb.group, level=level, n_samples=n_samples, seed=seed,
+                              groups=np.arange(1, g.n_groups_ + 1), n_bins=n_bins if per else None,
+                              bin_size=bin_size if per else None)
             t['n_labels'] = mapping[labels > 0].value_counts().reindex(t.group).fillna(0).astype(int).to_numpy()
             if gb.calib_mse_bound is not None:     # |√a − √b| ≤ √|a − b|: the GMCE's certified bound
                 t['gmce_bound'] = np.sqrt(gb.calib_mse_bound.reindex(t.group).to_numpy())
@@ -659,9 +661,6 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
             groups.append(t.assign(stage=stage))
             ids = gb.group.astype(str).astype(object)
             bins.append(bin_table(gb.stats, level).reset_index().assign(stage=stage, group=ids))
-            if len(t) < g.n_groups_:
-                said.append(f'{g.n_groups_ - len(t)} of {g.n_groups_} groups have no {stage} events and are not in '
-                            'the group table')
     said += [str(w.message) for w in caught]
     said = list(dict.fromkeys(said))
     for w in said: warnings.warn(w, stacklevel=2)
