@@ -13,7 +13,8 @@ __all__ = ['Extractor']
 
 # %% ../../nbs/18_extractor_base.ipynb #bb1b80d2
 class Extractor(BaseEstimator):
-    "Base of the extractors: constructor parameters, `extract(output, **kw) -> events`, and the keys a mapping `output` must hold."
+    """Base of the extractors: constructor parameters, `extract(output, **kw) -> events`, and the keys a mapping
+    `output` must hold."""
     name: str = ''
     description: str = ''
     reads: dict[str, str] = {}            # required keys of a mapping `output` -> what each holds
@@ -31,13 +32,15 @@ class Extractor(BaseEstimator):
                reads: dict | None = None,  # required keys -> what each holds (default: `self.reads`)
                reads_optional: dict | None = None,  # optional keys -> what each holds (default: `self.reads_optional`)
               ) -> dict:  # the value of every key of both (None for a missing optional key)
-        "The values of mapping `output` this extractor reads (missing optional keys → None); refuses a missing required key."
+        """The values of mapping `output` this extractor reads (missing optional keys → None); refuses a missing
+        required key."""
         reads = self.reads if reads is None else reads
         optional = self.reads_optional if reads_optional is None else reads_optional
         if not isinstance(output, Mapping):
             raise TypeError(f'output must be a mapping of named arrays here, got {type(output).__name__}')
         if not reads:
-            raise TypeError(f'extractor {self.name!r} does not read a mapping of named arrays; pass its output as documented')
+            raise TypeError(f'extractor {self.name!r} does not read a mapping of named arrays; pass its output as '
+                            'documented')
         missing = [k for k in reads if k not in output]
         if missing:
             raise ValueError(f'extractor {self.name!r}: output lacks key(s) {missing}; it reads {list(reads)}'

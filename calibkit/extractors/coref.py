@@ -26,8 +26,9 @@ def antecedent_matrix(
         if not rows: raise ValueError('antecedent_probs is empty')
         bad = [i for i, p in enumerate(rows) if len(p) != i + 1]
         if bad:
-            raise ValueError(f'antecedent_probs: {len(bad)} of {len(rows)} arrays have the wrong length: mention i needs '
-                             f'i+1 values (new + i earlier mentions), e.g. antecedent_probs[{bad[0]}] has {len(rows[bad[0]])}')
+            raise ValueError(f'antecedent_probs: {len(bad)} of {len(rows)} arrays have the wrong length: '
+                             'mention i needs i+1 values (new + i earlier mentions), '
+                             f'e.g. antecedent_probs[{bad[0]}] has {len(rows[bad[0]])}')
         P = np.zeros((len(rows), len(rows)))
         for i, p in enumerate(rows): P[i, 0], P[i, 1:i + 1] = p[0], p[:0:-1]   # index j+1 -> distance i-j
     else:
@@ -41,7 +42,8 @@ def antecedent_matrix(
     s = P.sum(axis=1)
     off = np.flatnonzero(np.abs(s - 1) > 1e-6)
     if len(off):
-        raise ValueError(f'antecedent_probs: {len(off)} of {n} rows do not sum to 1, e.g. row {off[0]} sums to {s[off[0]]:.6g}')
+        raise ValueError(f'antecedent_probs: {len(off)} of {n} rows do not sum to 1, e.g. row {off[0]} sums to '
+                         f'{s[off[0]]:.6g}')
     return P
 
 # %% ../../nbs/13_extract_coref.ipynb #dc48b66a
@@ -63,7 +65,8 @@ def _sample_clusters(P: np.ndarray, n_samples: int, rng, quiet) -> np.ndarray:
 # %% ../../nbs/13_extract_coref.ipynb #2afd3221
 @dataclass(frozen=True)
 class CorefSamples:
-    "Sampled clusterings: `clusters[i, s]` = first mention of mention i's cluster in sample s; `probs` the window matrix."
+    """Sampled clusterings: `clusters[i, s]` = first mention of mention i's cluster in sample s; `probs` the window
+    matrix."""
     probs: np.ndarray     # the (n, W+1) window matrix the clusterings were sampled from
     clusters: np.ndarray  # (n, S) int32: first mention of mention i's cluster in sample s
 
@@ -125,7 +128,8 @@ def exact_pair_probs(
     sizes = [min(i, w - 1) + 1 for i in range(n)]
     total = int(np.prod(sizes, dtype=float))
     if total > max_assignments:
-        raise ValueError(f'antecedent_probs: {total} assignments to enumerate, more than max_assignments={max_assignments}')
+        raise ValueError(f'antecedent_probs: {total} assignments to enumerate, more than '
+                         f'max_assignments={max_assignments}')
     back = np.stack(np.meshgrid(*[np.arange(k) for k in sizes], indexing='ij'), -1).reshape(total, n)
     weight = np.prod(P[np.arange(n), back], axis=1)
     reach = np.broadcast_to(np.eye(n, dtype=bool), (total, n, n)).copy()
@@ -177,7 +181,8 @@ def antecedent_correct(
     g, back = _gold_ids(gold), np.asarray(back)
     if back.shape != g.shape: raise ValueError(f'back has shape {back.shape} but gold has {g.shape}')
     j = np.arange(len(g)) - back
-    if (j < 0).any(): raise ValueError(f'back: {int(np.count_nonzero(j < 0))} of {len(g)} antecedents lie before the document start')
+    if (j < 0).any(): raise ValueError(f'back: {int(np.count_nonzero(j < 0))} of {len(g)} antecedents lie before the '
+                                       'document start')
     return np.where(back == 0, first_mentions(g), g == g[j])
 
 @patch
@@ -188,7 +193,8 @@ def events(self: CorefSamples,
            kinds=QUERY_KINDS,  # the queries to turn into events: some of 'pair', 'new', 'antecedent'
            doc=None,  # the document's name, a `doc` column (default: none)
           ) -> pd.DataFrame:  # events `kind`, `item`, `other`, `conf`, `se`, `correct` (and `doc`)
-    "Events (`kind`, `item`, `other`, `conf`, `se`, `correct`) of pair / new / antecedent queries against gold clusters."
+    """Events (`kind`, `item`, `other`, `conf`, `se`, `correct`) of pair / new / antecedent queries against gold
+    clusters."""
     bad = [k for k in kinds if k not in QUERY_KINDS]
     if bad or not kinds: raise ValueError(f'kinds must be a non-empty subset of {QUERY_KINDS}, got {list(kinds)}')
     n = self.n_mentions
@@ -216,10 +222,12 @@ def events(self: CorefSamples,
 
 # %% ../../nbs/13_extract_coref.ipynb #ad29dc8a
 class CorefMCExtractor(Extractor):
-    "Extractor: Monte Carlo coreference events (pair / new / antecedent) from a mention-ranking model's antecedent distributions."
+    """Extractor: Monte Carlo coreference events (pair / new / antecedent) from a mention-ranking model's antecedent
+    distributions."""
     name = 'coref_mc'
     description = 'Monte Carlo coreference: same-entity, new-entity and antecedent events from sampled clusterings'
-    reads = {'antecedent_probs': 'n×(W+1) window matrix: row i = mention i, column 0 = a new entity, column d = the mention d back',
+    reads = {'antecedent_probs': 'n×(W+1) window matrix: row i = mention i, column 0 = a new entity, column d = the '
+                                 'mention d back',
              'gold': 'the gold entity (cluster) id of each mention'}
     reads_optional = {'doc': 'the document name (a 0-d array)'}
 
@@ -230,7 +238,8 @@ class CorefMCExtractor(Extractor):
                  kinds=QUERY_KINDS,  # the queries to turn into events: some of 'pair', 'new', 'antecedent'
                  quiet: bool | None = None,  # no progress bar (default: `$CALIBKIT_QUIET` set)
                 ):
-        self.n_samples, self.seed, self.window, self.kinds, self.quiet = _check_n_samples(n_samples), seed, window, tuple(kinds), quiet
+        self.n_samples, self.seed, self.window = _check_n_samples(n_samples), seed, window
+        self.kinds, self.quiet = tuple(kinds), quiet
 
     def extract(self,
                 output,  # the antecedent probabilities (see `antecedent_matrix`), or a mapping (keys in `reads`)
@@ -242,11 +251,13 @@ class CorefMCExtractor(Extractor):
         """Events of one document: `output` = its antecedent probabilities, `gold` = its gold cluster id per mention;
         or `output` a mapping holding both (keys in `reads`, `reads_optional`)."""
         if isinstance(output, Mapping):
-            if gold is not None: raise TypeError(f"extractor {self.name!r}: a mapping output holds the gold clusters; do not also pass ['gold']")
+            if gold is not None: raise TypeError(f"extractor {self.name!r}: a mapping output holds the gold clusters; "
+                                                 "do not also pass ['gold']")
             a = self.arrays(output)
             output, gold = a['antecedent_probs'], a['gold']
             if doc is None and a['doc'] is not None: doc = np.asarray(a['doc']).item()
-        elif gold is None: raise TypeError(f'extractor {self.name!r}: extract needs gold= (the gold cluster id per mention)')
+        elif gold is None: raise TypeError(f'extractor {self.name!r}: extract needs gold= (the gold cluster id per '
+                                           'mention)')
         ms = coref_mc(output, self.n_samples, self.seed if seed is None else seed, quiet=self.quiet)
         return ms.events(gold, window=self.window, kinds=self.kinds, doc=doc)
 

@@ -457,7 +457,8 @@ _MARKS = ' \t\r\n\u2581\u0120'            # white space, SentencePiece's ▁ and
 def token_key(
     token: str,  # a token as the API returned it, e.g. ' Yes'
 ) -> str:  # the token compared with the yes and no sets: marks and white space stripped, case folded
-    "A token as `p_true_events` compares it: surrounding white space (and the ▁/Ġ space marks) stripped, case folded."
+    """A token as `p_true_events` compares it: surrounding white space (and the ▁/Ġ space marks) stripped,
+    case folded."""
     return token.strip(_MARKS).casefold()
 
 def _token_set(name: str, v) -> frozenset:

@@ -75,10 +75,12 @@ def _top1(rows: np.ndarray, idx: np.ndarray, *, ids=None, logits=False, sum_tol=
         conf[s:s + step] = c
         pred[s:s + step] = am if ids is None else ids[sel, am]
     n = len(idx)
-    if bad[0]: raise ValueError(f'{name}: {bad[0]} of {n} steps contain NaN' + (' or +inf (or only -inf)' if logits else ''))
+    if bad[0]:
+        raise ValueError(f'{name}: {bad[0]} of {n} steps contain NaN' + (' or +inf (or only -inf)' if logits else ''))
     if bad[1]: raise ValueError(f'{name}: {bad[1]} of {n} steps have values outside [0, 1]')
     if bad[2]:
-        if ids is not None: raise ValueError(f'{name}: {bad[2]} of {n} steps have top-k probabilities summing to more than 1')
+        if ids is not None: raise ValueError(f'{name}: {bad[2]} of {n} steps have top-k probabilities summing to more '
+                                             'than 1')
         raise ValueError(f'{name}: {bad[2]} of {n} steps do not sum to 1 (tolerance {sum_tol}); '
                          'pass logits=True if these are logits')
     return conf, pred
@@ -91,21 +93,25 @@ def _real_steps(y: np.ndarray, m, ignore_ids, n_classes):
     bad = real & ((y < 0) | (y >= n_classes if n_classes is not None else False))
     if bad.any():
         rng = f'[0, {n_classes})' if n_classes is not None else '[0, ∞)'
-        raise ValueError(f'labels: {count_true(bad)} of {n_real} real steps have ids outside {rng} (padding is {IGNORE_INDEX})')
+        raise ValueError(f'labels: {count_true(bad)} of {n_real} real steps have ids outside {rng} (padding is '
+                         f'{IGNORE_INDEX})')
     keep = real if not ignore_ids else real & ~np.isin(y, list(ignore_ids))
     idx = np.flatnonzero(keep)
     counts = dict(n_steps=y.size, n_padding=y.size - n_real, n_ignored=n_real - len(idx))
     if len(idx) == 0:
-        raise ValueError(f'no events: all {y.size} steps are padding ({counts["n_padding"]}) or ignored ({counts["n_ignored"]})')
+        raise ValueError(f'no events: all {y.size} steps are padding ({counts["n_padding"]}) or ignored '
+                         f'({counts["n_ignored"]})')
     return idx, y.reshape(-1)[idx], counts
 
 def _step_arrays(labels, mask, shape, name):
     "Labels (and mask) checked against the steps' shape."
     y = _ints(labels, 'labels')
-    if y.shape != shape: raise ValueError(f'labels has shape {y.shape} but {name} has steps of shape {shape}: they must match')
+    if y.shape != shape: raise ValueError(f'labels has shape {y.shape} but {name} has steps of shape {shape}: they '
+                                          'must match')
     if mask is None: return y, None
     m = _array(mask, 'mask')
-    if m.shape != shape: raise ValueError(f'mask has shape {m.shape} but {name} has steps of shape {shape}: they must match')
+    if m.shape != shape: raise ValueError(f'mask has shape {m.shape} but {name} has steps of shape {shape}: they must '
+                                          'match')
     ok = (m == 0) | (m == 1)
     if not ok.all(): raise ValueError(f'mask: {count_true(~ok)} of {m.size} values are not 0 or 1')
     return y, m.astype(bool)
@@ -184,7 +190,8 @@ def _word_id_array(word_ids) -> np.ndarray:
     if a.dtype == object:
         try: a = np.where(a == None, -1, a).astype(np.int64)   # noqa: E711 (elementwise)
         except (TypeError, ValueError): raise ValueError('word_ids is ragged or not integers/None') from None
-    if not np.issubdtype(a.dtype, np.integer): raise TypeError(f'word_ids must hold integers or None, got dtype {a.dtype}')
+    if not np.issubdtype(a.dtype, np.integer): raise TypeError('word_ids must hold integers or None, got dtype '
+                                                               f'{a.dtype}')
     return a
 
 def marker_word_starts(
@@ -224,7 +231,8 @@ def word_events(
         if by not in tokens.columns: raise ValueError(f'tokens lacks column {by!r} (the piece ids to split into words)')
         ids = tokens[by].to_numpy()
         if ids.min() < 0 or ids.max() >= len(starts_v):
-            raise ValueError(f'tokens.{by}: {count_true((ids < 0) | (ids >= len(starts_v)))} ids are outside the vocab [0, {len(starts_v)})')
+            raise ValueError(f'tokens.{by}: {count_true((ids < 0) | (ids >= len(starts_v)))} ids are outside the vocab '
+                             f'[0, {len(starts_v)})')
         none = special_v[ids]
         new = starts_v[ids] | np.r_[True, ~same] | np.r_[False, none[:-1]]
         wid = np.cumsum(new & ~none)                   # a word key that changes exactly at word starts
@@ -232,9 +240,11 @@ def word_events(
         w = _word_id_array(word_ids)
         if w.ndim == 2:
             if not np.issubdtype(item.dtype, np.integer):
-                raise ValueError('a B×T word_ids array is indexed by (item, pos): item must be the batch row (token_events without item=)')
+                raise ValueError('a B×T word_ids array is indexed by (item, pos): item must be the batch row '
+                                 '(token_events without item=)')
             if item.min() < 0 or item.max() >= len(w) or pos.max() >= w.shape[1]:
-                raise ValueError(f'word_ids has shape {w.shape} but tokens has items up to {item.max()} and positions up to {pos.max()}')
+                raise ValueError(f'word_ids has shape {w.shape} but tokens has items up to {item.max()} and positions '
+                                 f'up to {pos.max()}')
             w = w[item, pos]
         elif w.ndim != 1 or len(w) != len(c):
             raise ValueError(f'word_ids has shape {w.shape}: give one id per row of tokens ({len(c)}) or a B×T array')
@@ -242,7 +252,8 @@ def word_events(
         wk, ik = w[~none], item[~none]
         if ((ik[1:] == ik[:-1]) & (wk[1:] < wk[:-1])).any():
             raise ValueError(f'word_ids: the pieces of a word must be contiguous; '
-                             f'{count_true((ik[1:] == ik[:-1]) & (wk[1:] < wk[:-1]))} pieces go back to an earlier word')
+                             f'{count_true((ik[1:] == ik[:-1]) & (wk[1:] < wk[:-1]))} pieces go back to an '
+                             'earlier word')
         wid = w
     keep = ~none
     if not keep.any(): raise ValueError(f'no words: all {len(c)} pieces belong to no word')
@@ -305,7 +316,8 @@ def sequence_events(
     directly as `correct`."""
     _check_how(how, ('min', 'mean', 'prod'))
     if isinstance(conf, pd.DataFrame):
-        if not {'item', 'conf'} <= set(conf.columns): raise ValueError('an events frame for sequence_events needs columns item and conf')
+        if not {'item', 'conf'} <= set(conf.columns): raise ValueError('an events frame for sequence_events needs '
+                                                                       'columns item and conf')
         c = check_conf(conf['conf'])
         it = conf['item'].to_numpy()
         starts = _run_starts(it)
@@ -318,7 +330,8 @@ def sequence_events(
         if not parts: raise ValueError('conf is empty: no sequences')
         lens = np.fromiter(map(len, parts), np.int64, len(parts))
         if (lens == 0).any():
-            raise ValueError(f'conf: {count_true(lens == 0)} of {len(lens)} sequences are empty (e.g. sequence {int(np.argmax(lens == 0))})')
+            raise ValueError(f'conf: {count_true(lens == 0)} of {len(lens)} sequences are empty (e.g. sequence '
+                             f'{int(np.argmax(lens == 0))})')
         c = check_conf(np.concatenate(parts))
         starts, items = np.r_[0, np.cumsum(lens)[:-1]], np.arange(len(lens))
     n = len(starts)
@@ -342,7 +355,8 @@ def _by_model(seq_events_by_model: Mapping) -> dict:
         if not isinstance(f, pd.DataFrame) or not {'item', 'conf', 'correct'} <= set(f.columns):
             raise ValueError(f'{name!r}: expected a sequence events frame with columns item, conf, correct')
         items = f['item'].to_numpy()
-        if len(np.unique(items)) != len(items): raise ValueError(f'{name!r}: {len(items) - len(np.unique(items))} duplicate items')
+        if len(np.unique(items)) != len(items): raise ValueError(f'{name!r}: {len(items) - len(np.unique(items))} '
+                                                                 'duplicate items')
         if ref_items is None: ref_items = np.sort(items)
         elif len(items) != len(ref_items) or (np.sort(items) != ref_items).any():
             raise ValueError(f'{name!r} has {len(items)} items, not the same {len(ref_items)} items as the first model')
@@ -382,12 +396,14 @@ def _read_bytes(path) -> bytes:
     with open(path, 'rb') as f: return f.read()
 
 def _top_logit_records(path):
-    "(line number, record) for every non-blank line of a JSONL file; a BOM is dropped; bad lines raise naming file:line."
+    """(line number, record) for every non-blank line of a JSONL file; a BOM is dropped; bad lines raise naming
+    file:line."""
     for lineno, line in enumerate(decode_utf8(_read_bytes(path), str(path)).split('\n'), 1):
         if not line.strip(' \t\n\r\v\f'): continue     # blank (ASCII white space): skipped
         try: d = json.loads(line)
         except json.JSONDecodeError as e:
-            raise ValueError(f'{path}:{lineno}: invalid JSON at column {e.colno} ({e.msg}); is the file truncated?') from None
+            raise ValueError(f'{path}:{lineno}: invalid JSON at column {e.colno} ({e.msg}); '
+                             'is the file truncated?') from None
         if not isinstance(d, dict): raise ValueError(f'{path}:{lineno}: expected a JSON object, got {type(d).__name__}')
         yield lineno, d
 
@@ -423,23 +439,29 @@ def calibration_metric_events(
     *,
     ignore_ids=None,  # gold ids whose steps are no events (e.g. BOS, EOS, pad ids)
 ) -> pd.DataFrame:  # token events (see `token_events`), `item` = the record's index
-    "Token events from `calibration_metric` top-logit records: dicts with `top_logits`, `top_logit_idxs`, `labels` (a `.logits` file's parsed lines)."
+    """Token events from `calibration_metric` top-logit records: dicts with `top_logits`, `top_logit_idxs`, `labels` (a
+    `.logits` file's parsed lines)."""
     if not isinstance(records, (list, tuple)) or not records:
-        raise ValueError(f'records must be a non-empty list of dicts, got {type(records).__name__} of length {len(records) if hasattr(records, "__len__") else "?"}')
+        raise ValueError(f'records must be a non-empty list of dicts, got {type(records).__name__} of length '
+                         f'{len(records) if hasattr(records, "__len__") else "?"}')
     keys = ('top_logits', 'top_logit_idxs', 'labels')
     for i, d in enumerate(records):
-        if not isinstance(d, Mapping): raise TypeError(f'records[{i}] must be a dict with keys {list(keys)}, got {type(d).__name__}')
+        if not isinstance(d, Mapping): raise TypeError(f'records[{i}] must be a dict with keys {list(keys)}, got '
+                                                       f'{type(d).__name__}')
         missing = [k for k in keys if k not in d]
         if missing: raise ValueError(f'records[{i}] lacks key(s) {missing}')
     p, k, y = ([np.asarray(d[key], float if key == 'top_logits' else None) for d in records] for key in keys)
     bad = [i for i in range(len(records)) if p[i].ndim != 2 or k[i].shape != p[i].shape or y[i].shape != p[i].shape[:1]]
-    if bad: raise ValueError(f'records[{bad[0]}]: top_logits {p[bad[0]].shape}, top_logit_idxs {k[bad[0]].shape} and labels '
+    if bad: raise ValueError(f'records[{bad[0]}]: top_logits {p[bad[0]].shape}, top_logit_idxs {k[bad[0]].shape} and '
+                             'labels '
                              f'{y[bad[0]].shape} must be N×k, N×k and N ({len(bad)} of {len(records)} records)')
-    if len({a.shape[1] for a in p}) > 1: raise ValueError(f'records keep different top-k: {sorted({a.shape[1] for a in p})}')
+    if len({a.shape[1] for a in p}) > 1: raise ValueError('records keep different top-k: '
+                                                          f'{sorted({a.shape[1] for a in p})}')
     n = np.array([len(a) for a in y])
     df = token_events((np.concatenate(p), np.concatenate(k)), np.concatenate(y), ignore_ids=ignore_ids)
     flat = df['pos'].to_numpy()                         # positions in the concatenation
-    df['item'], df['pos'] = np.repeat(np.arange(len(n)), n)[flat], (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))[flat]
+    df['item'] = np.repeat(np.arange(len(n)), n)[flat]
+    df['pos'] = (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))[flat]
     return df
 
 # %% ../../nbs/15_extract_seq2seq.ipynb #20252065
@@ -453,9 +475,11 @@ def hf_token_events(
     *,
     ignore_ids=None,  # gold ids whose steps are no events (e.g. BOS, EOS, pad ids)
 ) -> pd.DataFrame:  # token events (see `token_events`)
-    "Teacher-forced token events of a Hugging Face seq2seq `model` from one forward pass on `batch` (which holds `labels`)."
+    """Teacher-forced token events of a Hugging Face seq2seq `model` from one forward pass on `batch` (which holds
+    `labels`)."""
     torch = _torch()
-    if 'labels' not in batch: raise ValueError('batch must hold labels (gold ids, -100 for padding) for teacher forcing')
+    if 'labels' not in batch:
+        raise ValueError('batch must hold labels (gold ids, -100 for padding) for teacher forcing')
     with torch.no_grad(): out = model(**batch)
     return token_events(out.logits, batch['labels'], logits=True, mask=batch.get('decoder_attention_mask'),
                         ignore_ids=ignore_ids)
@@ -466,7 +490,8 @@ def _marker(vocab: list[str]) -> str:
     best = max(counts, key=counts.get)
     if not counts[best]:
         raise ValueError('cannot tell the word-start marker of this tokenizer from its vocabulary: pass marker= '
-                         '("▁" for SentencePiece, "Ġ" for GPT-2 style BPE) or use word_events with explicit word_ids')
+                         '("▁" for SentencePiece, "Ġ" for GPT-2 style BPE) '
+                         'or use word_events with explicit word_ids')
     return best
 
 def hf_word_events(
@@ -480,7 +505,8 @@ def hf_word_events(
     "Teacher-forced word events: `hf_token_events` aggregated over each word's pieces by `how` (min or mean)."
     tokens = hf_token_events(model, batch)
     vocab = [p or '' for p in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))]
-    return word_events(tokens, vocab=vocab, marker=marker or _marker(vocab), specials=tokenizer.all_special_tokens, how=how)
+    return word_events(tokens, vocab=vocab, marker=marker or _marker(vocab), specials=tokenizer.all_special_tokens,
+                       how=how)
 
 # %% ../../nbs/15_extract_seq2seq.ipynb #bdf7ecac
 def hf_sequence_events(
@@ -497,16 +523,20 @@ def hf_sequence_events(
     """Sequence events from free-running decoding with `model.generate`: `conf` = min/mean/prod of the decoded steps'
     max probabilities (up to and including EOS); `correct` = exact match with `refs` (default: `batch['labels']`)."""
     torch = _torch()
-    if generate_kw.get('num_beams', 1) != 1: raise ValueError('hf_sequence_events needs num_beams=1 (greedy or sampling)')
+    if generate_kw.get('num_beams', 1) != 1: raise ValueError('hf_sequence_events needs num_beams=1 (greedy or '
+                                                              'sampling)')
     _check_how(how, ('min', 'mean', 'prod'))
     inputs = {k: v for k, v in batch.items() if k not in ('labels', 'decoder_input_ids', 'decoder_attention_mask')}
     if refs is None and correct is None:
-        if 'labels' not in batch: raise ValueError('give refs (label ids or strings) or correct, or put labels in batch')
+        if 'labels' not in batch:
+            raise ValueError('give refs (label ids or strings) or correct, or put labels in batch')
         refs = batch['labels']
     text_refs = isinstance(refs, (list, tuple)) and len(refs) > 0 and isinstance(refs[0], str)
-    if correct is None and text_refs and tokenizer is None: raise ValueError('string refs need the tokenizer to decode the outputs')
+    if correct is None and text_refs and tokenizer is None: raise ValueError('string refs need the tokenizer to decode '
+                                                                             'the outputs')
     with torch.no_grad():
-        out = model.generate(**inputs, output_scores=True, output_logits=True, return_dict_in_generate=True, **generate_kw)
+        out = model.generate(**inputs, output_scores=True, output_logits=True, return_dict_in_generate=True,
+                             **generate_kw)
     steps = torch.stack(out.logits if getattr(out, 'logits', None) is not None else out.scores, 1)   # B × L × V
     b, length, v = steps.shape
     gen = out.sequences[:, -length:].cpu().numpy()       # decoder-only models prepend the prompt
@@ -525,7 +555,8 @@ def hf_sequence_events(
         else:
             drop = np.r_[eos, IGNORE_INDEX, [] if pad is None else [pad]]
             r = _ints(refs, 'refs')
-            if r.ndim != 2 or len(r) != b: raise ValueError(f'refs must be B×T label ids for the {b} inputs, got shape {r.shape}')
+            if r.ndim != 2 or len(r) != b: raise ValueError(f'refs must be B×T label ids for the {b} inputs, got '
+                                                            f'shape {r.shape}')
             keep_p, keep_r = real & ~np.isin(gen, drop), ~np.isin(r, drop)
             pred = np.split(gen[keep_p], np.cumsum(keep_p.sum(1))[:-1])
             ref = np.split(r[keep_r], np.cumsum(keep_r.sum(1))[:-1])
@@ -563,7 +594,8 @@ class Seq2SeqExtractor(Extractor):
     def _sequence_arrays(self, output: Mapping) -> dict:
         a = self.arrays(output, self.reads_sequence, self.reads_sequence_optional)
         conf = np.asarray(a['conf'])
-        if a['lengths'] is not None: conf = [row[:int(n)] for row, n in zip(conf, np.asarray(a['lengths']), strict=True)]
+        if a['lengths'] is not None:
+            conf = [row[:int(n)] for row, n in zip(conf, np.asarray(a['lengths']), strict=True)]
         return dict(output=conf, correct=a['correct'])
 
     def extract(self,
@@ -582,7 +614,8 @@ class Seq2SeqExtractor(Extractor):
             labels, word_ids = a['labels'], a['word_ids'] if word_ids is None else word_ids
             if a['mask'] is not None: kw = dict(kw, mask=a['mask'])
         elif isinstance(output, (list, tuple)) and output and isinstance(output[0], Mapping):
-            if self.level != 'token': raise ValueError(f'calibration_metric records give token events, not level {self.level!r}')
+            if self.level != 'token': raise ValueError('calibration_metric records give token events, not level '
+                                                       f'{self.level!r}')
             return calibration_metric_events(output, ignore_ids=self.ignore_ids)
         if self.level == 'sequence': return sequence_events(output, how=self.how, **kw)
         if labels is None: raise ValueError(f'level {self.level!r} needs labels (the gold ids)')

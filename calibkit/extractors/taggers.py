@@ -105,9 +105,11 @@ def forward_backward(
     if lengths is None: lengths = np.full(B, T)
     lengths = np.asarray(lengths)
     if lengths.shape != (B,) or not np.issubdtype(lengths.dtype, np.integer):
-        raise ValueError(f'lengths must hold {B} integers (one per sentence), got {lengths.dtype} of shape {lengths.shape}')
+        raise ValueError(f'lengths must hold {B} integers (one per sentence), got {lengths.dtype} of shape '
+                         f'{lengths.shape}')
     bad = (lengths < 1) | (lengths > T)
-    if bad.any(): raise ValueError(f'lengths: {count_true(bad)} of {B} are outside [1, {T}] (an empty sentence has no marginals)')
+    if bad.any(): raise ValueError(f'lengths: {count_true(bad)} of {B} are outside [1, {T}] (an empty sentence has no '
+                                   'marginals)')
     return _forward_backward(E, lengths.astype(np.intp), W, s, e)
 
 # %% ../../nbs/11_extract_taggers.ipynb #756c9975
@@ -165,7 +167,8 @@ def from_crfsuite(
     *,
     atol: float = 1e-6,  # how far a probability may lie outside [0, 1] (it is clipped), or a row's sum from 1
 ) -> tuple[list[np.ndarray], list]:  # one (T, K) array per sentence, and the labels
-    "sklearn-crfsuite `predict_marginals` output (per sentence, per token a {tag: prob} dict) → ((T, K) arrays, labels)."
+    """sklearn-crfsuite `predict_marginals` output (per sentence, per token a {tag: prob} dict) → ((T, K) arrays,
+    labels)."""
     sents = list(marginals)
     if not sents: raise ValueError('marginals is empty: no sentences')
     lengths = np.array([len(s) for s in sents])
@@ -183,9 +186,11 @@ def from_crfsuite(
     if missing: raise ValueError(f'marginals: no probability for tag(s) {missing} of labels')
     m = df[labels].to_numpy(np.float64)
     holes = np.isnan(m).any(axis=1)
-    if holes.any(): raise ValueError(f'marginals: {count_true(holes)} of {len(m)} tokens lack a probability for some tag')
+    if holes.any(): raise ValueError(f'marginals: {count_true(holes)} of {len(m)} tokens lack a probability for some '
+                                     'tag')
     far = (m < -atol) | (m > 1 + atol)
-    if far.any(): raise ValueError(f'marginals: {count_true(far)} of {m.size} values are outside [0, 1] by more than {atol:g}')
+    if far.any(): raise ValueError(f'marginals: {count_true(far)} of {m.size} values are outside [0, 1] by more than '
+                                   f'{atol:g}')
     m = check_probs(np.clip(m, 0, 1), 'marginals', atol)
     return np.split(m, np.cumsum(lengths)[:-1]), labels
 
@@ -226,21 +231,25 @@ def query_events(
 def _flatten(scores, gold):
     "Score rows as one (n, K) matrix, gold as one sequence, and (item, pos) when given per sentence (else None)."
     if not isinstance(scores, (list, tuple)): return scores, gold, None, None
-    if isinstance(gold, np.ndarray) and gold.dtype == object: gold = list(gold)   # e.g. sklearn-crfsuite's predict output
+    # e.g. sklearn-crfsuite's predict output
+    if isinstance(gold, np.ndarray) and gold.dtype == object: gold = list(gold)
     if not isinstance(gold, (list, tuple)) or len(gold) != len(scores):
         got = f'{len(gold)} sequences' if isinstance(gold, (list, tuple)) else type(gold).__name__
         raise ValueError(f'scores has {len(scores)} sentences: gold must hold one tag sequence per sentence, got {got}')
     if not scores: raise ValueError('scores is an empty list: no sentences')
     n = np.array([len(s) for s in scores]); ng = np.array([len(g) for g in gold])
-    if (n == 0).any(): raise ValueError(f'scores[{int(np.argmax(n == 0))}] is an empty sentence ({count_true(n == 0)} in all)')
+    if (n == 0).any(): raise ValueError(f'scores[{int(np.argmax(n == 0))}] is an empty sentence ({count_true(n == 0)} '
+                                        'in all)')
     if (n != ng).any():
         i = int(np.argmax(n != ng))
-        raise ValueError(f'gold[{i}] has {ng[i]} tags but scores[{i}] has {n[i]} rows ({count_true(n != ng)} sentences differ)')
+        raise ValueError(f'gold[{i}] has {ng[i]} tags but scores[{i}] has {n[i]} rows ({count_true(n != ng)} sentences '
+                         'differ)')
     mats = [numeric_array(s, f'scores[{i}]', 2) for i, s in enumerate(scores)]
     ks = {m.shape[1] for m in mats}
     if len(ks) > 1: raise ValueError(f'scores: sentences have different numbers of tags (columns): {sorted(ks)}')
     item = np.repeat(np.arange(len(n)), n)
-    return np.concatenate(mats), np.concatenate([np.asarray(g) for g in gold]), item, np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
+    pos = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
+    return np.concatenate(mats), np.concatenate([np.asarray(g) for g in gold]), item, pos
 
 def tagger_events(
     scores,  # n×K probability rows (one matrix), or one (T, K) matrix per sentence
@@ -267,19 +276,22 @@ def tagger_events(
 
 # %% ../../nbs/11_extract_taggers.ipynb #fdb2fc30
 _GOLD = 'the gold tag per token (ids, or names with labels), sentences concatenated'
-_OPTIONAL = {'labels': 'the K tag names in column order', 'lengths': 'tokens per sentence: splits the rows (and gold) into sentences'}
+_OPTIONAL = {'labels': 'the K tag names in column order',
+             'lengths': 'tokens per sentence: splits the rows (and gold) into sentences'}
 
 def _split_rows(x, lengths, name: str) -> list[np.ndarray]:
     "The rows of `x` split into sentences of `lengths` tokens."
     n = np.asarray(lengths)
     if n.ndim != 1 or not len(n) or not np.issubdtype(n.dtype, np.integer) or (n < 1).any():
-        raise ValueError(f'lengths must be a 1-d array of positive integers (tokens per sentence), got {n.dtype} {n.shape}')
+        raise ValueError(f'lengths must be a 1-d array of positive integers (tokens per sentence), got {n.dtype} '
+                         f'{n.shape}')
     x = np.asarray(x)
     if n.sum() != len(x): raise ValueError(f'lengths sum to {n.sum()} but {name} has {len(x)} rows')
     return np.split(x, np.cumsum(n)[:-1])
 
 class TaggerExtractor(Extractor):
-    "Base of the tagger extractors: a model's output → per-token probability rows → `marginal`, `top` or `query` events."
+    """Base of the tagger extractors: a model's output → per-token probability rows → `marginal`, `top` or `query`
+    events."""
     reads_optional = _OPTIONAL
 
     def __init__(self,
@@ -296,7 +308,8 @@ class TaggerExtractor(Extractor):
                **kw,  # the model's other arrays (e.g. `transitions`)
               ) -> tuple:  # the probability rows (as `output`: a matrix or a list) and their labels
         "The probability rows of `output` (a matrix, or a list of them, one per sentence) and their labels."
-        raise NotImplementedError(f'{type(self).__name__} must define scores(output, labels=None, **kw): the tagger extractors implement it')
+        raise NotImplementedError(f'{type(self).__name__} must define scores(output, labels=None, **kw): the tagger '
+                                  'extractors implement it')
 
     def extract(self,
                 output,  # the model's output (see `scores`), or a mapping holding it all (keys in `reads`)
@@ -309,10 +322,13 @@ class TaggerExtractor(Extractor):
         A mapping `output` holds them all under the keys in `reads` and `reads_optional`."""
         if isinstance(output, Mapping):
             given = [k for k, v in dict(gold=gold, labels=labels, **kw).items() if v is not None]
-            if given: raise TypeError(f'extractor {self.name!r}: a mapping output holds the gold tags and model arrays; do not also pass {given}')
+            if given: raise TypeError(f'extractor {self.name!r}: a mapping output holds the gold tags and model '
+                                      f'arrays; do not also pass {given}')
             a = {k: v for k, v in self.arrays(output).items() if v is not None}
-            output, gold, labels, lengths = a.pop(next(iter(self.reads))), a.pop('gold'), a.pop('labels', None), a.pop('lengths', None)
-            if lengths is not None: output, gold = _split_rows(output, lengths, 'output'), _split_rows(gold, lengths, 'gold')
+            output, gold = a.pop(next(iter(self.reads))), a.pop('gold')
+            labels, lengths = a.pop('labels', None), a.pop('lengths', None)
+            if lengths is not None:
+                output, gold = _split_rows(output, lengths, 'output'), _split_rows(gold, lengths, 'gold')
             kw = a
         elif gold is None: raise TypeError(f'extractor {self.name!r}: extract needs gold (the gold tag per token)')
         rows, labels = self.scores(output, labels, **kw)
@@ -320,9 +336,11 @@ class TaggerExtractor(Extractor):
 
 # %% ../../nbs/11_extract_taggers.ipynb #afa838d4
 class SoftmaxExtractor(TaggerExtractor):
-    "Softmax outputs: validated probability rows (`kind='probs'`) or logits turned into probabilities (`kind='logits'`)."
+    """Softmax outputs: validated probability rows (`kind='probs'`) or logits turned into probabilities
+    (`kind='logits'`)."""
     name = 'softmax'
-    description = 'Softmax tagger: n×K probabilities or logits (one matrix, or one per sentence) → marginal, top-label or query events'
+    description = ('Softmax tagger: n×K probabilities or logits (one matrix, or one per sentence) '
+                   '→ marginal, top-label or query events')
     reads = {'scores': 'n×K probabilities (or logits, with kind="logits"), one row per token', 'gold': _GOLD}
 
     def __init__(self,
@@ -340,17 +358,20 @@ class SoftmaxExtractor(TaggerExtractor):
         return check_probs(x, name, self.atol) if self.kind == 'probs' else softmax(x, name)
 
     def scores(self, output, labels=None):
-        if isinstance(output, (list, tuple)): return [self._rows(x, f'output[{i}]') for i, x in enumerate(output)], labels
+        if isinstance(output, (list, tuple)):
+            return [self._rows(x, f'output[{i}]') for i, x in enumerate(output)], labels
         return self._rows(output, 'output'), labels
 
 # %% ../../nbs/11_extract_taggers.ipynb #ad7bc40f
 class CRFMarginalsExtractor(TaggerExtractor):
     "Linear-chain CRF or HMM potentials → exact marginals by forward–backward (`crf_marginals`)."
     name = 'crf_marginals'
-    description = 'Linear-chain CRF or HMM: emission (T×K) and transition (K×K) scores → exact forward–backward marginals → events'
+    description = ('Linear-chain CRF or HMM: emission (T×K) and transition (K×K) scores '
+                   '→ exact forward–backward marginals → events')
     reads = {'emissions': 'T×K emission scores (sentences concatenated; split them with lengths)',
              'transitions': 'K×K transition scores, row = previous tag', 'gold': _GOLD}
-    reads_optional = {**_OPTIONAL, 'start': 'K scores of starting a sentence with each tag', 'end': 'K scores of ending one'}
+    reads_optional = {**_OPTIONAL, 'start': 'K scores of starting a sentence with each tag',
+                      'end': 'K scores of ending one'}
 
     def scores(self,
                output,  # emission scores: one (T, K) array, or a list of them, one per sentence
@@ -366,7 +387,8 @@ class CRFMarginalsExtractor(TaggerExtractor):
 class CRFSuiteExtractor(TaggerExtractor):
     "sklearn-crfsuite's `predict_marginals` output (lists of {tag: probability} dicts), via `from_crfsuite`."
     name = 'crfsuite'
-    description = "sklearn-crfsuite predict_marginals output (per token a {tag: probability} dict) → marginal, top-label or query events"
+    description = ("sklearn-crfsuite predict_marginals output (per token a {tag: probability} dict) "
+                   "→ marginal, top-label or query events")
     reads_optional = {}     # its output is lists of dicts, not named arrays
 
     def scores(self, output, labels=None): return from_crfsuite(output, labels)

@@ -115,7 +115,8 @@ def _pair_templates(A: pd.DataFrame, sent: np.ndarray, starts, ends, i, j) -> li
         ('types', [f'{a}>{b}' for a in TYPES for b in TYPES], tcode[i] * 3 + tcode[j]),
         ('exact', [''], _code(exact & ~pi)), ('same pronoun', [''], _code(exact & pi)),
         ('head', [''], _code((head[i] == head[j]) & ~exact & ~pi & ~pj)),
-        ('groups', [f'{a}>{b}' for a in GROUPS for b in GROUPS], np.where(pi & pj, gcode[i] * len(GROUPS) + gcode[j], -1)),
+        ('groups', [f'{a}>{b}' for a in GROUPS for b in GROUPS],
+         np.where(pi & pj, gcode[i] * len(GROUPS) + gcode[j], -1)),
         ('gender', ['agree', 'clash'], np.where(gk, gclash.astype(int), -1)),
         ('number', ['agree', 'clash'], np.where(nk, nclash.astype(int), -1)),
         ('nested', [''], _code(nested)),
@@ -157,7 +158,8 @@ def _matrix(templates, n_rows: int, offset: int, n_cols: int) -> sparse.csr_matr
 
 # %% ../../nbs/14_models_coref.ipynb #f7b6b852
 class Design:
-    "Option rows of one or more documents: sparse features `X`, row -> `mention` and `dist` (0 = new), `gold` rows, block `starts`."
+    """Option rows of one or more documents: sparse features `X`, row -> `mention` and `dist` (0 = new), `gold` rows,
+    block `starts`."""
     def __init__(self,
                  X,  # sparse features, one row per option
                  mention,  # the mention of each row (blocks of rows, in document order)
@@ -175,7 +177,8 @@ class Design:
         offsets = np.cumsum([0] + [p.n_mentions for p in parts])
         return Design(sparse.vstack([p.X for p in parts], format='csr'),
                       np.concatenate([p.mention + o for p, o in zip(parts, offsets)]),
-                      np.concatenate([p.dist for p in parts]), np.concatenate([p.gold for p in parts]), int(offsets[-1]))
+                      np.concatenate([p.dist for p in parts]), np.concatenate([p.gold for p in parts]),
+                      int(offsets[-1]))
 
 def design(
     doc: CorefDocument,  # a document: its tokens and gold mentions
@@ -235,7 +238,8 @@ class MentionRanker:
         if not docs: raise ValueError('docs is empty')
         parts = []
         for doc in progress(docs, quiet=quiet, desc='features', unit='doc', leave=False):
-            if not isinstance(doc, CorefDocument): raise TypeError(f'docs must hold CorefDocument, got {type(doc).__name__}')
+            if not isinstance(doc, CorefDocument): raise TypeError('docs must hold CorefDocument, got '
+                                                                   f'{type(doc).__name__}')
             if len(doc.mentions) == 0: raise ValueError(f'document {doc.name!r} has no mentions')
             d, self.feature_names_ = design(doc, self.window)
             parts.append(d)
@@ -250,7 +254,8 @@ class MentionRanker:
         with fixed_threads():
             lr = LogisticRegression(C=self.C, max_iter=self.max_iter).fit(d.X, d.gold)
             w = lr.coef_[0]                    # the intercept is the same for every option: it cancels in the softmax
-            if self.objective == 'ranking':      # to the optimum (ftol=0: until no step decreases the loss), not near it
+            # to the optimum (ftol=0: until no step decreases the loss), not near it
+            if self.objective == 'ranking':
                 res = minimize(_ranking_loss, w, args=(d, self.C), jac=True, method='L-BFGS-B',
                                options=dict(maxiter=self.max_iter, ftol=0, gtol=1e-9))
                 if not res.success:
@@ -265,7 +270,8 @@ class MentionRanker:
     def antecedent_probs(self,
                          doc: CorefDocument,  # a document with gold mentions
                         ) -> np.ndarray:  # the (n, window+1) window matrix
-        "Window matrix (n, window+1): column 0 = P(new entity), column k = P(antecedent is mention i-k); 0 before the document start."
+        """Window matrix (n, window+1): column 0 = P(new entity), column k = P(antecedent is mention i-k); 0 before the
+        document start."""
         self._check_fitted()
         d = self._design(doc)
         p, _ = _block_softmax(d.X @ self.coef_, d)
@@ -294,13 +300,15 @@ def evaluate(
     model: MentionRanker,  # a fitted model
     docs,  # documents (`CorefDocument`) with gold clusters
 ) -> pd.DataFrame:  # one row per mention
-    "One row per mention: doc, mention, type, anaphoric (has an earlier gold mention), chosen distance (0 = new), p of it, correct."
+    """One row per mention: doc, mention, type, anaphoric (has an earlier gold mention), chosen distance (0 = new), p of
+    it, correct."""
     rows = []
     for doc in docs:
         P, A = model.antecedent_probs(doc), mention_attributes(doc)
         n, back = len(P), P.argmax(axis=1)
         rows.append(pd.DataFrame({'doc': doc.name, 'mention': np.arange(n), 'type': A['type'],
-                                  'anaphoric': ~first_mentions(doc.clusters), 'chosen': back, 'p': P[np.arange(n), back],
+                                  'anaphoric': ~first_mentions(doc.clusters), 'chosen': back,
+                                  'p': P[np.arange(n), back],
                                   'correct': antecedent_correct(doc.clusters, back)}))
     return pd.concat(rows, ignore_index=True)
 

@@ -27,7 +27,8 @@ EWT_SPLITS = ('en_ewt-ud-dev.conllu', 'en_ewt-ud-test.conllu')   # the bundled U
 PAD, BOS, EOS = 0, 1, 2
 
 class Seq2SeqData(NamedTuple):
-    "Source and target texts and piece ids (one per sentence), the sorted train/test sentence indices and the tokenizer."
+    """Source and target texts and piece ids (one per sentence), the sorted train/test sentence indices and the
+    tokenizer."""
     src: list[str]            # source texts: the words of each sentence
     tgt: list[str]            # target texts: 'lemma UPOS' per word
     src_ids: list[list[int]]  # piece ids of each source
@@ -56,9 +57,11 @@ def ewt_seq2seq_data(
     seed = check_int('seed', default('seed', seed), 0)
     d = bundled('ud_ewt') if data_dir is None else Path(data_dir)
     missing = [f for f in EWT_SPLITS if not (d/f).is_file()]
-    if missing: raise FileNotFoundError(f'{d} lacks {missing}: pass data_dir= the folder holding the UD English EWT files')
+    if missing: raise FileNotFoundError(f'{d} lacks {missing}: pass data_dir= the folder holding the UD English EWT '
+                                        'files')
     sents = [s for f in EWT_SPLITS for s in read_conllu(d/f) if len(s) <= max_words]
-    if len(sents) < 5: raise ValueError(f'only {len(sents)} sentences of at most max_words={max_words} words: need 5 for a split')
+    if len(sents) < 5: raise ValueError(f'only {len(sents)} sentences of at most max_words={max_words} words: need 5 '
+                                        'for a split')
     src = [' '.join(s.form) for s in sents]
     tgt = [' '.join(f'{l} {u}' for l, u in zip(s.lemma, s.upos)) for s in sents]
     perm = np.random.default_rng(seed).permutation(len(sents))
@@ -66,7 +69,8 @@ def ewt_seq2seq_data(
     tok = Tokenizer(models.BPE(unk_token='<unk>'))
     tok.pre_tokenizer, tok.decoder = pre_tokenizers.Metaspace(), decoders.Metaspace()
     tok.train_from_iterator([src[i] for i in train_idx] + [tgt[i] for i in train_idx],
-                            trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS), show_progress=False))
+                            trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS),
+                                                show_progress=False))
     assert [tok.token_to_id(s) for s in SPECIALS] == list(range(len(SPECIALS)))
     ids = lambda texts: [e.ids for e in tok.encode_batch(texts)]
     return Seq2SeqData(src, tgt, ids(src), ids(tgt), train_idx, test_idx, tok)
@@ -91,7 +95,8 @@ def pad(
 
 def _check_idx(idx, n: int, name: str = 'idx') -> np.ndarray:
     a = np.asarray(idx)
-    if a.ndim != 1 or a.size == 0: raise ValueError(f'{name} must be a non-empty 1-D list of sentence indices, got shape {a.shape}')
+    if a.ndim != 1 or a.size == 0: raise ValueError(f'{name} must be a non-empty 1-D list of sentence indices, got '
+                                                    f'shape {a.shape}')
     if not np.issubdtype(a.dtype, np.integer): raise TypeError(f'{name} must hold integer indices, got dtype {a.dtype}')
     bad = (a < 0) | (a >= n)
     if bad.any(): raise ValueError(f'{name}: {int(bad.sum())} of {a.size} indices are outside [0, {n})')
@@ -162,7 +167,8 @@ class Seq2Seq(nn.Module):
                x,  # B×S source ids
                max_len: int,  # decoding steps at most
               ) -> tuple[np.ndarray, np.ndarray]:  # B×L ids and B×L step confidences
-        "Free-running greedy decoding: decoded ids and each step's max probability (B×L), stopping when all emitted EOS."
+        """Free-running greedy decoding: decoded ids and each step's max probability (B×L), stopping when all emitted
+        EOS."""
         e, k, m, state = self.encode(x)
         y, ids, conf = torch.full((len(x), 1), BOS), [], []
         done = torch.zeros(len(x), dtype=torch.bool)
@@ -186,8 +192,10 @@ def train(
     seed: int | None = None,  # random seed of the initial weights and the batches (default: the settings' seed)
     idx=None,  # indices of the training pairs (default: `data.train_idx`)
 ) -> tuple[Seq2Seq, list[float]]:  # the model, in eval mode, and the mean loss per piece of every epoch
-    "A `Seq2Seq` trained on the pairs `idx` (default: the train split) by teacher forcing; returned in eval mode with the per-epoch loss per piece."
-    if not isinstance(data, Seq2SeqData): raise TypeError(f'data must be a Seq2SeqData (from ewt_seq2seq_data), got {type(data).__name__}')
+    """A `Seq2Seq` trained on the pairs `idx` (default: the train split) by teacher forcing; returned in eval mode with
+    the per-epoch loss per piece."""
+    if not isinstance(data, Seq2SeqData): raise TypeError('data must be a Seq2SeqData (from ewt_seq2seq_data), got '
+                                                          f'{type(data).__name__}')
     epochs, batch_size = check_int('epochs', epochs, 1), check_int('batch_size', batch_size, 1)
     seed = check_int('seed', default('seed', seed), 0)
     lr = check_float('lr', lr, 0, lo_open=True)
@@ -208,7 +216,8 @@ def train(
             for bi in torch.randperm(len(batches), generator=g).tolist():
                 x, y_in, y = batch_tensors(data, batches[bi])
                 n = (y != IGNORE_INDEX).sum()
-                loss = nn.functional.cross_entropy(model(x, y_in).flatten(0, 1), y.flatten(), ignore_index=IGNORE_INDEX, reduction='sum')
+                loss = nn.functional.cross_entropy(model(x, y_in).flatten(0, 1), y.flatten(),
+                                                   ignore_index=IGNORE_INDEX, reduction='sum')
                 opt.zero_grad(); (loss / n).backward()
                 nn.utils.clip_grad_norm_(model.parameters(), 1.0); opt.step()
                 total, count = total + loss.item(), count + int(n)
@@ -239,7 +248,8 @@ def decode(
     return np.split(ids[keep], cut), np.split(conf[keep], cut)
 
 class Seq2SeqEvents(NamedTuple):
-    "One model's events on a split: teacher-forced tokens and words (min over pieces), greedy sequences by aggregation, accuracies."
+    """One model's events on a split: teacher-forced tokens and words (min over pieces), greedy sequences by
+    aggregation, accuracies."""
     tokens: pd.DataFrame                # teacher-forced token events (`token_events`)
     words: pd.DataFrame                 # word events, min over the pieces (`word_events`)
     sequences: dict[str, pd.DataFrame]  # 'min', 'mean', 'prod' -> sequence events of greedy decoding
@@ -277,7 +287,8 @@ def seq2seq_study_events(
     vocab_size: int = 1000,  # BPE pieces, the `SPECIALS` included
     seed: int | None = None,  # seed of the split, the initial weights and the batches (default: the settings' seed)
 ) -> Seq2SeqEvents:  # the test split's events and accuracies
-    "Train a `Seq2Seq` on UD EWT (`ewt_seq2seq_data` from `data_dir`, default the bundled copy) and return its test-split `model_events`."
+    """Train a `Seq2Seq` on UD EWT (`ewt_seq2seq_data` from `data_dir`, default the bundled copy) and return its
+    test-split `model_events`."""
     data = ewt_seq2seq_data(data_dir, max_words=max_words, vocab_size=vocab_size, seed=seed)
     model, _ = train(data, hidden=hidden, dropout=dropout, epochs=epochs, seed=seed)
     return model_events(model, data)

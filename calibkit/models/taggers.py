@@ -20,7 +20,8 @@ __all__ = ['WORD_CLASSES', 'FEATURE_SETS', 'word_class', 'word_shape', 'token_fe
 
 # %% ../../nbs/12_models_taggers.ipynb #a856dbcf
 _URL = re.compile(r'^(?:https?://|www\.)|\.(?:com|org|net|ly|co|me)(?:/|$)', re.I)
-_EMOTICON = re.compile(r"^(?:[:;=8xX][-o*'^]?[)\](\[dDpPoO/\\|3*@$]+|[)\](\[dD/\\|]+[-o*'^]?[:;=8]|<3+|</3+|\^_*\^|[oO0]_+[oO0]|-_+-)$")
+_EMOTICON = re.compile(r"^(?:[:;=8xX][-o*'^]?[)\](\[dDpPoO/\\|3*@$]+|[)\](\[dD/\\|]+[-o*'^]?[:;=8]"
+                       r"|<3+|</3+|\^_*\^|[oO0]_+[oO0]|-_+-)$")
 _SUFFIXES = ("n't", "'s", 'ing', 'tion', 'est', 'ed', 'er', 'ly', 'ful', 'ous', 'es', 's', 'y')
 _CASES = ('lower', 'cap', 'upper', 'mixed')
 WORD_CLASSES = ('@mention', '#hashtag', 'url', 'emoticon', 'number', 'punct') + tuple(
@@ -38,14 +39,16 @@ def word_class(
     if not alnum: return 'punct'
     if all(c.isdigit() for c in alnum): return 'number'
     case = ('lower' if w.islower() else 'upper' if w.isupper() and len(alnum) > 1 else
-            'cap' if w[0].isupper() and (len(w) == 1 or w[1:].islower() or not any(c.isalpha() for c in w[1:])) else 'mixed')
+            'cap' if w[0].isupper() and (len(w) == 1 or w[1:].islower() or not any(c.isalpha() for c in w[1:])) else
+            'mixed')
     lw = w.lower()
     return f'{case}-{next((s for s in _SUFFIXES if lw.endswith(s) and len(lw) > len(s)), "none")}'
 
 def word_shape(
     w: str,  # a word
 ) -> str:  # its shape, e.g. 'Xx'
-    "Upper- and lowercase letters and digits mapped to X, x, d, runs collapsed: 'Hello' → 'Xx', 'ABC123' → 'Xd', '@bob' → '@x'."
+    """Upper- and lowercase letters and digits mapped to X, x, d, runs collapsed: 'Hello' → 'Xx', 'ABC123' → 'Xd',
+    '@bob' → '@x'."""
     s = ''.join('X' if c.isupper() else 'x' if c.islower() else 'd' if c.isdigit() else c for c in w)
     return re.sub(r'(.)\1+', r'\1', s)
 
@@ -56,7 +59,8 @@ def token_features(
     sent: list[str],  # a sentence: its words
     features: str = 'advanced',  # 'basic' (word, bias) or 'advanced' (one of `FEATURE_SETS`)
 ) -> list[dict]:  # one {feature: value} dict per token
-    "One feature dict per token of `sent`: `basic` (word, bias) or `advanced` (window, shape, length, affixes, Twitter cues)."
+    """One feature dict per token of `sent`: `basic` (word, bias) or `advanced` (window, shape, length, affixes, Twitter
+    cues)."""
     check_choice('features', features, FEATURE_SETS)
     out = [{'bias': 1.0, 'w': w} for w in sent]
     if features == 'basic': return out
@@ -84,7 +88,8 @@ def _check_sents(sents, name: str = 'sents') -> list[list[str]]:
         s = list(s)
         if not s: raise ValueError(f'{name}[{i}] is empty: every sentence needs at least one token')
         if not all(isinstance(w, str) for w in s):
-            raise TypeError(f'{name}[{i}] holds non-string items: {[type(w).__name__ for w in s if not isinstance(w, str)][:3]}')
+            raise TypeError(f'{name}[{i}] holds non-string items: '
+                            f'{[type(w).__name__ for w in s if not isinstance(w, str)][:3]}')
         out.append(s)
     return out
 
@@ -93,7 +98,8 @@ def _check_data(sents, tags) -> tuple[list[list[str]], list[list[str]]]:
     sents, tags = _check_sents(sents), _check_sents(tags, 'tags')
     if len(sents) != len(tags): raise ValueError(f'tags has {len(tags)} sentences but sents has {len(sents)}')
     bad = [i for i, (s, t) in enumerate(zip(sents, tags)) if len(s) != len(t)]
-    if bad: raise ValueError(f'tags[{bad[0]}] has {len(tags[bad[0]])} tags but sents[{bad[0]}] has {len(sents[bad[0]])} tokens '
+    if bad: raise ValueError(f'tags[{bad[0]}] has {len(tags[bad[0]])} tags but sents[{bad[0]}] has '
+                             f'{len(sents[bad[0]])} tokens '
                              f'({len(bad)} sentences differ)')
     return sents, tags
 
@@ -113,7 +119,8 @@ class Tagger:
     tags_: list[str]
 
     def _check_fitted(self):
-        if not hasattr(self, 'tags_'): raise NotFittedError(f'this {type(self).__name__} is not fitted yet: call fit(sents, tags) first')
+        if not hasattr(self, 'tags_'): raise NotFittedError(f'this {type(self).__name__} is not fitted yet: call '
+                                                            'fit(sents, tags) first')
 
     def predict(self,
                 sents,  # sentences: lists of words
@@ -175,7 +182,8 @@ class HMMTagger(Tagger):
         self.vocab_ = pd.Index(sorted(counts.index), dtype=object)
         hapax = (words.map(counts) == 1).to_numpy()
         V = len(self.vocab_) + len(WORD_CLASSES)
-        col = np.concatenate([self.vocab_.get_indexer(words), len(self.vocab_) + _CLASS_INDEX.get_indexer(words[hapax].map(word_class))])
+        classes = len(self.vocab_) + _CLASS_INDEX.get_indexer(words[hapax].map(word_class))
+        col = np.concatenate([self.vocab_.get_indexer(words), classes])
         row = np.concatenate([y, y[hapax]])
         C = np.bincount(row * V + col, minlength=K * V).reshape(K, V)
         self.log_emit_ = np.log((C + self.k_emit) / (C.sum(axis=1, keepdims=True) + self.k_emit * V))
@@ -205,7 +213,8 @@ class HMMTagger(Tagger):
         "Log emission probabilities per sentence, and the log transition, start and end probabilities."
         self._check_fitted()
         sents = _check_sents(sents)
-        return Potentials(_split(self.log_emit_[:, self.word_ids(sents)].T, sents), self.log_trans_, self.log_start_, self.log_end_)
+        return Potentials(_split(self.log_emit_[:, self.word_ids(sents)].T, sents), self.log_trans_,
+                          self.log_start_, self.log_end_)
 
     def marginals(self,
                   sents,  # sentences: lists of words
@@ -232,7 +241,8 @@ def crfsuite_weights(
     lab_id = np.fromiter(map(int, info.labels.values()), np.intp, len(info.labels))
     perm = np.empty(n_labels, np.intp)
     perm[lab_id] = pd.Index(labels).get_indexer(list(info.labels))
-    if len(lab_id) != n_labels or (perm < 0).any(): raise ValueError(f'the model\'s labels {sorted(info.labels)} differ from labels {list(labels)}')
+    if len(lab_id) != n_labels or (perm < 0).any(): raise ValueError(f'the model\'s labels {sorted(info.labels)} '
+                                                                     f'differ from labels {list(labels)}')
     names = np.empty(n_attrs, dtype=object)
     names[np.fromiter(map(int, info.attributes.values()), np.intp, len(info.attributes))] = list(info.attributes)
     st, tr = f[f['type'] == 0], f[f['type'] == 1]
@@ -284,7 +294,8 @@ class CRFTagger(Tagger):
     def attribute_matrix(self,
                          sents,  # sentences: lists of words
                         ) -> sparse.csr_matrix:  # tokens × `attributes_`
-        "crfsuite's attribute values of every token (tokens × `attributes_`); attributes unseen in training are dropped, as crfsuite does."
+        """crfsuite's attribute values of every token (tokens × `attributes_`); attributes unseen in training are
+        dropped, as crfsuite does."""
         import pycrfsuite
         self._check_fitted()
         items = [it for x in self._x(sents) for it in pycrfsuite.ItemSequence(x).items()]
@@ -316,7 +327,8 @@ class SoftmaxTagger(Tagger):
 
     def _x(self, sents):
         X = self.vectorizer_.transform([f for s in _check_sents(sents) for f in token_features(s, 'advanced')])
-        return sparse.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)  # SAGA wants int32
+        # SAGA wants int32 indices
+        return sparse.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
 
     def fit(self,
             sents,  # sentences: lists of words
@@ -367,7 +379,8 @@ def events_from_tagger(
     tags,  # their gold tags, one list per sentence
     **params,  # the extractor's options: `events=`, `tag=`, `threshold=` (see `tagger_events`)
 ) -> pd.DataFrame:  # tagger events (see `tagger_events`)
-    "Events of a fitted tagger on tagged sentences, through its extractor (`events=`, `tag=`, `threshold=` in `params`)."
+    """Events of a fitted tagger on tagged sentences, through its extractor (`events=`, `tag=`, `threshold=` in
+    `params`)."""
     from calibkit.plugins import extractor
     if not isinstance(model, Tagger):
         raise TypeError(f'model must be an HMMTagger, CRFTagger or SoftmaxTagger, got {type(model).__name__}')
