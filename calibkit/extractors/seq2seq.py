@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Callable, Mapping
 import numpy as np, pandas as pd
-from ..events import as_pairs, check_conf, check_correct, count_true
+from ..events import as_pairs, check_choice, check_conf, check_correct, count_true
 from .base import Extractor
 from ..config import decode_utf8, require
 
@@ -180,10 +180,6 @@ def _reduce(conf: np.ndarray, starts: np.ndarray, how: str) -> np.ndarray:
     if how == 'mean': return np.add.reduceat(conf, starts, dtype=np.float64) / np.diff(np.append(starts, len(conf)))
     with np.errstate(divide='ignore'): return np.exp(np.add.reduceat(np.log(conf.astype(np.float64)), starts))
 
-def _check_how(how: str, allowed: tuple) -> str:
-    if how not in allowed: raise ValueError(f'how must be one of {allowed}, got {how!r}')
-    return how
-
 def _word_id_array(word_ids) -> np.ndarray:
     "Word ids as ints, `None` → -1 (Hugging Face's `word_ids()` style)."
     a = np.asarray(word_ids, dtype=object) if not hasattr(word_ids, 'dtype') else _array(word_ids, 'word_ids')
@@ -217,7 +213,7 @@ def word_events(
 ) -> pd.DataFrame:  # events `item`, `pos` (the word), `conf`, `correct`, `n_pieces`, `kind`: one per word
     """Word events from piece events (Stengel-Eskin & Van Durme 2023): `conf` = min (default) or mean of the
     pieces', `correct` = 1 only if every piece is. Words from `word_ids` or the `marker` rule on `vocab[tokens[by]]`."""
-    _check_how(how, ('min', 'mean'))
+    check_choice('how', how, ('min', 'mean'))
     c, y = as_pairs(tokens)
     missing = [k for k in ('item', 'pos') if k not in tokens.columns]
     if missing: raise ValueError(f'tokens lacks column(s) {missing}: pass a frame from token_events')
@@ -314,7 +310,7 @@ def sequence_events(
     """One event per decoded sequence (Stengel-Eskin & Van Durme 2023, §3): `conf` = min (default), mean or prod
     of its step (or word) confidences, `correct` = exact match of `pred` with `ref` (after `normalize`), or given
     directly as `correct`."""
-    _check_how(how, ('min', 'mean', 'prod'))
+    check_choice('how', how, ('min', 'mean', 'prod'))
     if isinstance(conf, pd.DataFrame):
         if not {'item', 'conf'} <= set(conf.columns): raise ValueError('an events frame for sequence_events needs '
                                                                        'columns item and conf')
@@ -525,7 +521,7 @@ def hf_sequence_events(
     torch = _torch()
     if generate_kw.get('num_beams', 1) != 1: raise ValueError('hf_sequence_events needs num_beams=1 (greedy or '
                                                               'sampling)')
-    _check_how(how, ('min', 'mean', 'prod'))
+    check_choice('how', how, ('min', 'mean', 'prod'))
     inputs = {k: v for k, v in batch.items() if k not in ('labels', 'decoder_input_ids', 'decoder_attention_mask')}
     if refs is None and correct is None:
         if 'labels' not in batch:
@@ -587,7 +583,7 @@ class Seq2SeqExtractor(Extractor):
                 ):
         if level not in ('token', 'word', 'sequence'):
             raise ValueError(f"level must be 'token', 'word' or 'sequence', got {level!r}")
-        _check_how(how, ('min', 'mean') if level == 'word' else ('min', 'mean', 'prod'))
+        check_choice('how', how, ('min', 'mean') if level == 'word' else ('min', 'mean', 'prod'))
         self.level, self.how, self.logits, self.ignore_ids = level, how, logits, ignore_ids
         self.marker, self.specials = marker, specials
 

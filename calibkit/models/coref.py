@@ -11,7 +11,7 @@ from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression
 from ..config import fixed_threads, progress
 from ..datasets.coref import CorefDocument
-from ..events import check_choice, check_int
+from ..events import check_choice, check_float, check_int
 from ..extractors.coref import check_window, window_pairs, first_mentions, antecedent_correct
 
 # %% auto #0
@@ -229,7 +229,7 @@ class MentionRanker:
                 ):
         check_choice('objective', objective, ('ranking', 'pairwise'))
         window = check_window(window)
-        if not C > 0: raise ValueError(f'C must be > 0, got {C!r}')
+        check_float('C', C, 0, lo_open=True)
         self.window, self.C, self.objective, self.max_iter = int(window), float(C), objective, max_iter
         self.coef_ = None
 

@@ -12,6 +12,7 @@ from ..extractors.seq2seq import IGNORE_INDEX, sequence_events, token_events, wo
 from pathlib import Path
 from ..config import require
 from ..datasets import bundled
+from ..datasets.ud import read_conllu
 for _m in ('torch', 'tokenizers'): require(_m, 'hf', 'calibkit.models.seq2seq')    # a one-line error naming the extra
 import torch
 from torch import nn
@@ -51,7 +52,6 @@ def ewt_seq2seq_data(
 ) -> Seq2SeqData:  # texts, piece ids, the split and the tokenizer
     """UD EWT dev + test sentences of at most `max_words` words as (words → 'lemma UPOS' per word) pairs, a random
     fifth held out for test (`seed`), and a BPE vocabulary of `vocab_size` pieces learned on the training pairs."""
-    from calibkit.datasets.ud import read_conllu
     max_words = check_int('max_words', max_words, 1)
     vocab_size = check_int('vocab_size', vocab_size, len(SPECIALS) + 1)
     seed = check_int('seed', default('seed', seed), 0)

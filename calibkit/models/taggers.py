@@ -13,6 +13,7 @@ from sklearn.exceptions import NotFittedError
 from ..config import default, fixed_threads, require
 from ..events import check_choice, check_float, check_int
 from ..extractors.taggers import crf_marginals, from_crfsuite
+from ..plugins import extractor
 
 # %% auto #0
 __all__ = ['WORD_CLASSES', 'FEATURE_SETS', 'word_class', 'word_shape', 'token_features', 'Potentials', 'Tagger', 'HMMTagger',
@@ -322,7 +323,7 @@ class SoftmaxTagger(Tagger):
                  tol: float = 1e-3,  # the solver's stopping tolerance
                  seed: int | None = None,  # random seed of the solver (default: the settings' seed)
                 ):
-        if not C > 0: raise ValueError(f'C must be > 0, got {C}')
+        check_float('C', C, 0, lo_open=True)
         self.C, self.max_iter, self.tol, self.seed = C, max_iter, tol, seed
 
     def _x(self, sents):
@@ -381,7 +382,6 @@ def events_from_tagger(
 ) -> pd.DataFrame:  # tagger events (see `tagger_events`)
     """Events of a fitted tagger on tagged sentences, through its extractor (`events=`, `tag=`, `threshold=` in
     `params`)."""
-    from calibkit.plugins import extractor
     if not isinstance(model, Tagger):
         raise TypeError(f'model must be an HMMTagger, CRFTagger or SoftmaxTagger, got {type(model).__name__}')
     model._check_fitted()
