@@ -148,6 +148,7 @@ def check_window(
     "`window` as an int >= 1, or a ValueError naming it: the one window check of `window_pairs` and `MentionRanker`."
     return check_int('window', window, 1)
 
+# %% ../../nbs/13_extract_coref.ipynb #9bff8298
 def window_pairs(
     n: int,  # number of mentions
     window: int,  # largest distance i - j of a pair
@@ -159,6 +160,7 @@ def window_pairs(
     pos = np.arange(len(i)) - np.repeat(np.cumsum(cnt) - cnt, cnt)   # 0 .. cnt_i - 1 within mention i
     return i, i - cnt[i] + pos
 
+# %% ../../nbs/13_extract_coref.ipynb #00ab843c
 def _gold_ids(gold, n: int | None = None) -> np.ndarray:
     "Gold cluster ids renumbered 0, 1, ... in order of first appearance."
     g = np.asarray(gold)
@@ -173,6 +175,7 @@ def first_mentions(
     g = _gold_ids(gold)
     return np.r_[True, g[1:] > np.maximum.accumulate(g)[:-1]]
 
+# %% ../../nbs/13_extract_coref.ipynb #6aeac70b
 def antecedent_correct(
     gold,  # the gold cluster id of each mention (any hashable values)
     back,  # per mention, the distance back to the chosen antecedent (0 = new entity)
@@ -185,6 +188,7 @@ def antecedent_correct(
                                        'document start')
     return np.where(back == 0, first_mentions(g), g == g[j])
 
+# %% ../../nbs/13_extract_coref.ipynb #0d25c20f
 @patch
 def events(self: CorefSamples,
            gold,  # the gold cluster id of each mention (any hashable values)
