@@ -162,6 +162,18 @@ def token_events(
     return df
 
 # %% ../../nbs/15_extract_seq2seq.ipynb #6c49464e
+def marker_word_starts(
+    vocab,  # the piece (a string) of every vocabulary id
+    *,
+    marker: str = '▁',  # the word-start marker: '▁' (SentencePiece) or 'Ġ' (GPT-2 style BPE)
+    specials=(),  # special pieces (EOS, pad, ...): they belong to no word
+) -> tuple[np.ndarray, np.ndarray]:  # two bool arrays over the vocabulary: starts a word, is special
+    "Per vocabulary id: does the piece start a word (begins with `marker`), and is it a special token (no word)?"
+    v = np.asarray(list(vocab), dtype=str)
+    if not len(marker): raise ValueError('marker must be a non-empty string such as "▁" or "Ġ"')
+    return np.char.startswith(v, marker), np.isin(v, list(specials))
+
+# %% ../../nbs/15_extract_seq2seq.ipynb #823ac1f1
 def _run_starts(*keys: np.ndarray) -> np.ndarray:
     "Start of each run of equal consecutive values of the `keys` (taken together)."
     change = np.zeros(len(keys[0]), bool)
@@ -189,17 +201,6 @@ def _word_id_array(word_ids) -> np.ndarray:
     if not np.issubdtype(a.dtype, np.integer): raise TypeError('word_ids must hold integers or None, got dtype '
                                                                f'{a.dtype}')
     return a
-
-def marker_word_starts(
-    vocab,  # the piece (a string) of every vocabulary id
-    *,
-    marker: str = '▁',  # the word-start marker: '▁' (SentencePiece) or 'Ġ' (GPT-2 style BPE)
-    specials=(),  # special pieces (EOS, pad, ...): they belong to no word
-) -> tuple[np.ndarray, np.ndarray]:  # two bool arrays over the vocabulary: starts a word, is special
-    "Per vocabulary id: does the piece start a word (begins with `marker`), and is it a special token (no word)?"
-    v = np.asarray(list(vocab), dtype=str)
-    if not len(marker): raise ValueError('marker must be a non-empty string such as "▁" or "Ġ"')
-    return np.char.startswith(v, marker), np.isin(v, list(specials))
 
 def word_events(
     tokens: pd.DataFrame,  # piece events from `token_events`, in sequence order (by `item`, then `pos`)
@@ -371,6 +372,7 @@ def hard_split(
     thr = np.quantile(pooled, quantile)
     return np.unique(np.concatenate([f['item'].to_numpy()[f['conf'].to_numpy() < thr] for f in frames.values()]))
 
+# %% ../../nbs/15_extract_seq2seq.ipynb #bf2e8787
 def split_accuracy(
     seq_events_by_model: Mapping[str, pd.DataFrame],  # model name -> its sequence events (the same items for all)
     hard,  # the `item` ids of the hard examples (from `hard_split`)

@@ -43,6 +43,7 @@ class Seq2SeqData(NamedTuple):
         "The piece of every id."
         return [self.tokenizer.id_to_token(i) for i in range(self.tokenizer.get_vocab_size())]
 
+# %% ../../nbs/16_models_seq2seq.ipynb #8f6f01ff
 def ewt_seq2seq_data(
     data_dir=None,  # the folder holding `EWT_SPLITS` (default: the bundled copy)
     *,
@@ -93,6 +94,7 @@ def pad(
     out[torch.from_numpy(np.arange(lens.max()) < lens[:, None])] = torch.from_numpy(flat.astype(np.int64))
     return out
 
+# %% ../../nbs/16_models_seq2seq.ipynb #748011af
 def _check_idx(idx, n: int, name: str = 'idx') -> np.ndarray:
     a = np.asarray(idx)
     if a.ndim != 1 or a.size == 0: raise ValueError(f'{name} must be a non-empty 1-D list of sentence indices, got '
@@ -247,6 +249,7 @@ def decode(
     cut = np.cumsum(keep.sum(1))[:-1]
     return np.split(ids[keep], cut), np.split(conf[keep], cut)
 
+# %% ../../nbs/16_models_seq2seq.ipynb #690cdfb4
 class Seq2SeqEvents(NamedTuple):
     """One model's events on a split: teacher-forced tokens and words (min over pieces), greedy sequences by
     aggregation, accuracies."""
@@ -257,6 +260,7 @@ class Seq2SeqEvents(NamedTuple):
     word_accuracy: float                # fraction of the words predicted right
     exact_match: float                  # fraction of the sequences decoded exactly
 
+# %% ../../nbs/16_models_seq2seq.ipynb #b307cc7e
 def model_events(
     model: Seq2Seq,  # a trained model, in eval mode
     data: Seq2SeqData,  # the pairs
@@ -277,6 +281,7 @@ def model_events(
     return Seq2SeqEvents(tokens, words, seqs, float(tokens.correct.mean()), float(words.correct.mean()),
                          float(seqs['min'].correct.mean()))
 
+# %% ../../nbs/16_models_seq2seq.ipynb #f915ccf0
 def seq2seq_study_events(
     data_dir=None,  # the folder holding `EWT_SPLITS` (default: the bundled copy)
     *,
