@@ -461,6 +461,7 @@ def token_key(
     case folded."""
     return token.strip(_MARKS).casefold()
 
+# %% ../../nbs/17_extract_llm.ipynb #ae703c14
 def _token_set(name: str, v) -> frozenset:
     if isinstance(v, str): v = v.split(',')
     if not isinstance(v, (list, tuple, set, frozenset)) or not v or not all(isinstance(t, str) for t in v):
@@ -570,6 +571,7 @@ class VerbalizedConfidenceExtractor(Extractor):
         "Events of the responses in `output` (see `verbalized_events`)."
         return verbalized_events(output, words=self.words, scale=self.scale, span=self.span, normalize=self.normalize)
 
+# %% ../../nbs/17_extract_llm.ipynb #6d1dfb3f
 class PTrueExtractor(Extractor):
     "Sequence events from P(True), the probability of a yes/true first token (Kadavath et al. 2022)."
     name = 'p_true'
