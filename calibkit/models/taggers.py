@@ -21,10 +21,14 @@ __all__ = ['WORD_CLASSES', 'FEATURE_SETS', 'word_class', 'word_shape', 'token_fe
 
 # %% ../../nbs/12_models_taggers.ipynb #a856dbcf
 _URL = re.compile(r'^(?:https?://|www\.)|\.(?:com|org|net|ly|co|me)(?:/|$)', re.I)
+
 _EMOTICON = re.compile(r"^(?:[:;=8xX][-o*'^]?[)\](\[dDpPoO/\\|3*@$]+|[)\](\[dD/\\|]+[-o*'^]?[:;=8]"
                        r"|<3+|</3+|\^_*\^|[oO0]_+[oO0]|-_+-)$")
+
 _SUFFIXES = ("n't", "'s", 'ing', 'tion', 'est', 'ed', 'er', 'ly', 'ful', 'ous', 'es', 's', 'y')
+
 _CASES = ('lower', 'cap', 'upper', 'mixed')
+
 WORD_CLASSES = ('@mention', '#hashtag', 'url', 'emoticon', 'number', 'punct') + tuple(
     f'{c}-{s}' for c in _CASES for s in _SUFFIXES + ('none',))
 
@@ -45,6 +49,7 @@ def word_class(
     lw = w.lower()
     return f'{case}-{next((s for s in _SUFFIXES if lw.endswith(s) and len(lw) > len(s)), "none")}'
 
+# %% ../../nbs/12_models_taggers.ipynb #9130d7f3
 def word_shape(
     w: str,  # a word
 ) -> str:  # its shape, e.g. 'Xx'
@@ -374,6 +379,7 @@ def tagger_output(
     if isinstance(model, SoftmaxTagger): return model.logits(sents), 'softmax', dict(kind='logits'), {}
     raise TypeError(f'model must be an HMMTagger, CRFTagger or SoftmaxTagger, got {type(model).__name__}')
 
+# %% ../../nbs/12_models_taggers.ipynb #c3dcd1c2
 def events_from_tagger(
     model: Tagger,  # a fitted `HMMTagger`, `CRFTagger` or `SoftmaxTagger`
     sents,  # sentences: lists of words
