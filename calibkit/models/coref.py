@@ -180,6 +180,7 @@ class Design:
                       np.concatenate([p.dist for p in parts]), np.concatenate([p.gold for p in parts]),
                       int(offsets[-1]))
 
+# %% ../../nbs/14_models_coref.ipynb #2cd3d1c6
 def design(
     doc: CorefDocument,  # a document: its tokens and gold mentions
     window: int,  # candidates of a mention: the `window` previous mentions
@@ -296,6 +297,7 @@ def split_documents(
     for k, d in enumerate(docs): out[part(k)].append(d)
     return out
 
+# %% ../../nbs/14_models_coref.ipynb #5f7cacea
 def evaluate(
     model: MentionRanker,  # a fitted model
     docs,  # documents (`CorefDocument`) with gold clusters
