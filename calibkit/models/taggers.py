@@ -120,6 +120,7 @@ class Potentials(NamedTuple):
     start: np.ndarray | None = None  # K scores of starting a sentence with each tag (None: 0)
     end: np.ndarray | None = None    # K scores of ending a sentence with each tag (None: 0)
 
+# %% ../../nbs/12_models_taggers.ipynb #a171064e
 class Tagger:
     "Shared behaviour: validation, posterior decoding and token accuracy; subclasses define `fit` and `marginals`."
     tags_: list[str]
@@ -258,6 +259,7 @@ def crfsuite_weights(
     np.add.at(trans, (perm[tr['src']], perm[tr['dst']]), tr['weight'])
     return pd.Index(names), state, trans
 
+# %% ../../nbs/12_models_taggers.ipynb #68cafd44
 class CRFTagger(Tagger):
     """Linear-chain CRF (Lafferty, McCallum & Pereira 2001) trained by crfsuite (L-BFGS, L2) on `basic` (word) or
     `advanced` (window, shape, affixes, Twitter cues) features."""
