@@ -304,7 +304,7 @@ class CRFTagger(Tagger):
                         ) -> sparse.csr_matrix:  # tokens × `attributes_`
         """crfsuite's attribute values of every token (tokens × `attributes_`); attributes unseen in training are
         dropped, as crfsuite does."""
-        import pycrfsuite
+        import pycrfsuite   # lazy: the optional extra `crf`, present once a CRFTagger was fitted (fit requires it)
         self._check_fitted()
         items = [it for x in self._x(sents) for it in pycrfsuite.ItemSequence(x).items()]
         sizes = np.array([len(it) for it in items])
@@ -343,6 +343,7 @@ class SoftmaxTagger(Tagger):
             tags,  # their gold tags, one list per sentence
            ) -> 'SoftmaxTagger':  # self
         "Fit the vectoriser and the classifier on every training token."
+        # lazy: sklearn's vectoriser and solvers load only when a SoftmaxTagger is fitted (the HMM and CRF need neither)
         from sklearn.feature_extraction import DictVectorizer
         from sklearn.linear_model import LogisticRegression
         sents, tags = _check_data(sents, tags)
