@@ -482,6 +482,7 @@ def hf_token_events(
     return token_events(out.logits, batch['labels'], logits=True, mask=batch.get('decoder_attention_mask'),
                         ignore_ids=ignore_ids)
 
+# %% ../../nbs/15_extract_seq2seq.ipynb #ea0263e7
 def _marker(vocab: list[str]) -> str:
     v = np.asarray(vocab, dtype=str)
     counts = {m: count_true(np.char.startswith(v, m)) for m in ('▁', 'Ġ')}
