@@ -537,7 +537,7 @@ DASK_SAMPLE = 10**6   # events drawn for what a dask report computes on a sample
 
 def _dask_stage(ev, *, n_bins, bin_size, binning, level, n_samples, seed, sample_size, sketch):
     "One stage of a dask report: its bins (and their certified bound), metrics, bands, verdict, and the sampled tests."
-    import calibkit.dask as cd
+    import calibkit.dask as cd    # deliberately lazy: dask loads only for a dask frame
     if binning == 'fixed_width': st, bound = cd.fixed_width_stats(ev, n_bins=n_bins, moments=True), None
     else:
         spec = dict(bin_size=bin_size) if bin_size is not None else dict(n_bins=default('n_bins', n_bins))
@@ -581,6 +581,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                 sketch=None,  # values kept per partition to place equal-mass edges (default: see `calibkit.dask`)
                 ) -> Report:
     "`calibration_report` of a dask events frame, out of core: the same tables from passes over its partitions."
+    # deliberately lazy: dask (and scikit-learn) load only when a report is computed out of core
     import calibkit.dask as cd
     from calibkit.recalibrators import HistogramBinning
     if not _is_dask(events): raise TypeError(f'events must be a dask events frame, got {type(events).__name__} '
