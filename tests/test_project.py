@@ -116,3 +116,26 @@ def test_test_runs_see_the_example_plugin_and_the_demo_does_not():
     # pytest itself runs in the test environment; what matters is that `demo` does not use it
     import inspect
     assert 'test_env' not in inspect.getsource(tasks.demo)
+
+
+def _code_lines(path: Path):
+    "The lines of an exported module a reader reads: nbdev's generated `__all__` list aside."
+    lines = path.read_text(encoding='utf-8').splitlines()
+    in_all = False
+    for i, line in enumerate(lines, 1):
+        in_all = line.startswith('__all__ = ') or (in_all and line.startswith(' ' * 11))
+        if not in_all: yield i, line
+
+
+def test_no_line_over_120_characters_in_the_package():
+    "Issue 25: no line over 120 characters in calibkit/ (nbdev's _modidx.py and its __all__ wrapping aside)."
+    too_long = [f'{p.relative_to(ROOT)}:{i} ({len(line)})' for p in sorted((ROOT/'calibkit').rglob('*.py'))
+                if p.name != '_modidx.py' for i, line in _code_lines(p) if len(line) > 120]
+    assert not too_long, too_long
+
+
+def test_the_line_check_sees_long_lines(tmp_path):
+    "The check above reads every line but nbdev's __all__ list."
+    f = tmp_path/'m.py'
+    f.write_text('"""doc"""\n__all__ = [\'a\',\n           \'b\']\n' + 'x = 1' + ' ' * 120 + '\n', encoding='utf-8')
+    assert [i for i, _ in _code_lines(f)] == [1, 4]
