@@ -4,25 +4,27 @@
 
 # %% ../nbs/62_cli.ipynb #2d282a78
 from __future__ import annotations
-import argparse, contextlib, os, sys
+import argparse, contextlib, logging, os, sys
 from pathlib import Path
-from .config import BINNINGS, calibkit_version, default, progress, settings
+from .config import BINNINGS, FORMATS, calibkit_version, check_threshold, first_line, progress, settings
 from .outdir import OutputError, claim
+_all_ = ['BINNINGS', 'FORMATS', 'first_line']   # calibkit.config's, the one definitions (numpy-free)
 
 # %% auto #0
 __all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_SOFTWARE', 'EX_CANTCREAT', 'EXIT_CODES', 'PARAM_FLAGS',
-           'MAX_SAMPLES', 'FORMATS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'CLIError', 'first_line', 'failing_as',
-           'output_error', 'flag_words', 'int_flag', 'float_flag', 'param_flag', 'raw_output', 'load_input',
-           'read_stdin', 'is_many', 'input_name', 'dask_cluster', 'load_scores', 'cmd_report', 'plugin_table',
-           'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser', 'parser', 'main', 'BINNINGS']
+           'MAX_SAMPLES', 'CONFORMAL_NEEDS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'CLIError', 'failing_as', 'output_error',
+           'flag_words', 'int_flag', 'float_flag', 'threshold_flag', 'param_flag', 'input_error', 'dask_cluster',
+           'cmd_report', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser', 'parser', 'main', 'BINNINGS',
+           'FORMATS', 'first_line']
 
 # %% ../nbs/62_cli.ipynb #52c6fcf9
 EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_SOFTWARE, EX_CANTCREAT = 2, 65, 66, 69, 70, 73
-EXIT_CODES = f"""exit status: 0 ok, {EX_USAGE} usage error (bad flag or value, unknown plugin, a flag that configures nothing),
-{EX_DATAERR} bad data or plugin parameter, {EX_NOINPUT} missing or unreadable input, {EX_UNAVAILABLE} missing optional
-dependency, {EX_SOFTWARE} a plugin (or calibkit) failed, {EX_CANTCREAT} output refused (or busy, or changed during the
-run), 130 interrupted"""
+EXIT_CODES = (f'exit status: 0 ok, {EX_USAGE} usage error (bad flag or value, unknown plugin, a flag that configures '
+              f'nothing),\n{EX_DATAERR} bad data or plugin parameter, {EX_NOINPUT} missing or unreadable input, '
+              f'{EX_UNAVAILABLE} missing optional\ndependency, {EX_SOFTWARE} a plugin (or calibkit) failed, '
+              f'{EX_CANTCREAT} output refused (or busy, or changed during the\nrun), 130 interrupted')
 
+# %% ../nbs/62_cli.ipynb #cl62c001
 class CLIError(Exception):
     "A command-line failure: `code` is the exit status, the message one line."
     def __init__(self,
@@ -32,9 +34,7 @@ class CLIError(Exception):
         super().__init__(message)
         self.code = code
 
-def first_line(e: BaseException,  # an exception
-               ) -> str: return (str(e).splitlines() or [type(e).__name__])[0]
-
+# %% ../nbs/62_cli.ipynb #cl62c003
 class failing_as:
     "Context manager: a ValueError/TypeError inside becomes a `CLIError` with exit status `code`."
     def __init__(self,
@@ -64,8 +64,10 @@ def flag_words(text: str,  # a library message
 
 # %% ../nbs/62_cli.ipynb #51a102f4
 def _number(text: str, kind):
+    "`text` as an int or float, or the argparse error saying it is not one."
     try: return kind(text)
-    except ValueError: raise argparse.ArgumentTypeError(f'{text!r} is not {"an integer" if kind is int else "a number"}') from None
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not {"an integer" if kind is int else "a number"}') from None
 
 def int_flag(name: str,  # the flag, named in the message
              lo: int,  # the smallest value accepted
@@ -74,13 +76,12 @@ def int_flag(name: str,  # the flag, named in the message
              ):
     "An argparse type: an integer in [`lo`, `hi`], checked by `check_int` naming the flag (`why` explains the bound)."
     def parse(text):
-        from calibkit.events import check_int
+        from calibkit.events import check_int   # lazy: numpy (`calibkit --version` loads neither numpy nor pandas)
         try: return check_int(name, _number(text, int), lo, hi, why)
         except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
     return parse
 
-MAX_SAMPLES = 10_000      # --n-samples: intervals hold n_samples × bins floats; 1,000 resamples give stable intervals
-
+# %% ../nbs/62_cli.ipynb #cl62c010
 def float_flag(name: str,  # the flag, named in the message
                lo: float,  # the smallest value accepted
                hi: float,  # the largest value accepted
@@ -88,10 +89,20 @@ def float_flag(name: str,  # the flag, named in the message
                ):
     "An argparse type: a finite number in the range, checked by `check_float` naming the flag."
     def parse(text):
-        from calibkit.events import check_float
+        from calibkit.events import check_float   # lazy: numpy (`calibkit --version` loads neither numpy nor pandas)
         try: return check_float(name, _number(text, float), lo, hi, **open_ends)
         except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
     return parse
+
+# %% ../nbs/62_cli.ipynb #cl62c012
+def threshold_flag(text: str,  # the value of --threshold
+                   ) -> float:  # the threshold
+    "The argparse type of `--threshold`: a score threshold in [0, 1), checked by `check_threshold` naming the flag."
+    try: return check_threshold(_number(text, float), '--threshold')
+    except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
+
+# %% ../nbs/62_cli.ipynb #cl62c014
+MAX_SAMPLES = 10_000      # --n-samples: intervals hold n_samples × bins floats; 1,000 resamples give stable intervals
 
 # %% ../nbs/62_cli.ipynb #94b2b4f0
 def param_flag(text: str,  # the flag's value, K=V
@@ -106,101 +117,31 @@ def param_flag(text: str,  # the flag's value, K=V
     except ValueError: return key, value
     return key, v if v is None or isinstance(v, (bool, int, float, str)) else value
 
-# %% ../nbs/62_cli.ipynb #de999934
-FORMATS = {'csv': '.csv', 'jsonl': '.jsonl', 'parquet': '.parquet'}
-_all_ = ['BINNINGS']   # calibkit.config.BINNINGS, the one definition (numpy-free, as the CLI's start is)
+# %% ../nbs/62_cli.ipynb #cl62c020
+CONFORMAL_NEEDS = ('--conformal needs score matrices (INPUT and --fit as .npz with scores and gold, or raw outputs '
+                   'through a tagger extractor: softmax, crf_marginals)')
 
-def _is_top_logits(path: Path) -> bool:
-    "Whether a JSON Lines file holds calibration_metric records (its first record has `top_logits`)."
-    import json
-    try:
-        with open(path, encoding='utf-8-sig') as f: first = next((l for l in f if l.strip()), '')
-        return isinstance(rec := json.loads(first), dict) and 'top_logits' in rec
-    except (OSError, ValueError, RecursionError): return False   # the readers name what is wrong
-
-def raw_output(path: Path,  # an .npz, .jsonl or .logits file
-               ):
-    "A raw model output for an extractor: an `.npz` as a dict of arrays, a `.jsonl`/`.logits` file as a list of records (the event readers' parsers)."
-    from calibkit.inputs import jsonl_records, read_npz, read_text
-    return read_npz(path) if path.suffix.lower() == '.npz' else jsonl_records(path, read_text(path))
-
-# %% ../nbs/62_cli.ipynb #1e40ec0c
-def load_input(path,  # an events file, score matrix, .logits file, or raw output (with `extractor`)
-               threshold: float | None = None,  # drop events below this score (score matrices: the settings')
-               *, extractor=None,  # an extractor instance run over a raw output
-               ) -> 'pd.DataFrame':
-    "Events from an events file, an `.npz` score matrix, a calibration_metric `.logits` file, or an `extractor` over a raw output."
-    from calibkit.inputs import InputError, read_events, read_scores, read_text, record_lines
-    from calibkit.inputs import NoInputError, check_file, show_path
-    try: path = check_file(path)
-    except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
-    suffix = path.suffix.lower()
-    if extractor is not None:
-        import warnings
-        with warnings.catch_warnings(record=True) as caught:     # its warnings name records[i] too: re-issued below
-            warnings.simplefilter('always')
-            try: ev = extractor.extract(raw_output(path))
-            except (ValueError, TypeError) as e:                 # a bad record, named records[i]: name its file:line
-                if isinstance(e, InputError) or suffix == '.npz': raise
-                msg = record_lines(first_line(e), path, read_text(path))
-                if msg == first_line(e): raise
-                raise InputError(msg) from None
-        text = read_text(path) if caught and suffix != '.npz' else None
-        for w in caught:
-            msg = str(w.message) if text is None else record_lines(str(w.message), path, text)
-            warnings.warn_explicit(msg, w.category, w.filename, w.lineno)
-    elif suffix in ('.npz', '.npy'): return read_scores(path, threshold=default('threshold', threshold))
-    elif suffix == '.logits' or (suffix in ('.jsonl', '.json') and _is_top_logits(path)):
-        from calibkit.extractors.seq2seq import read_calibration_metric_logits
-        try: ev = read_calibration_metric_logits(path)
-        except (ValueError, TypeError, KeyError) as e: raise InputError(f'{show_path(path)}: {first_line(e)}') from None
-    else: ev = read_events(path)
-    if threshold is None: return ev
-    keep = ev['conf'].to_numpy() >= threshold
-    if not keep.any(): raise InputError(f'{show_path(path)}: all {len(ev)} events score below --threshold {threshold}')
-    out = ev[keep].reset_index(drop=True)
-    out.attrs.update(n_cells=len(ev), n_dropped=int((~keep).sum()), threshold=threshold)
-    return out
-
-# %% ../nbs/62_cli.ipynb #bc4527b4
-def read_stdin(fmt: str | None,  # the --format: csv, jsonl or parquet
-               folder: Path,  # a scratch folder the copy is written to
-               ) -> Path:
-    "Standard input copied to `folder/<stdin>.EXT` for the readers (`fmt`: csv, jsonl or parquet)."
-    if fmt is None: raise CLIError(EX_USAGE, 'reading standard input (-) needs --format csv, jsonl or parquet')
-    if sys.stdin is None: raise CLIError(EX_NOINPUT, 'standard input is closed: nothing to read for -')
-    path = folder/f'<stdin>{FORMATS[fmt]}'
-    with open(path, 'wb') as f:
-        while chunk := sys.stdin.buffer.read(1 << 20): f.write(chunk)
-    return path
+def input_error(e: Exception,  # an error of `calibkit.inputs` (an `InputError`)
+                ) -> CLIError:  # its one line and exit status
+    "The CLI's one line for an input `calibkit.inputs` refused: missing 66, not a score matrix 2, else 65."
+    from calibkit.inputs import NoInputError, ScoresNeededError, ThresholdError, show_path   # loaded: `e` is its own
+    if isinstance(e, NoInputError): return CLIError(EX_NOINPUT, first_line(e))
+    if isinstance(e, ScoresNeededError): return CLIError(EX_USAGE, f'{CONFORMAL_NEEDS}; {e.detail}')
+    if isinstance(e, ThresholdError):
+        return CLIError(EX_DATAERR, f'{show_path(e.source)}: all {e.n_events} events score below --threshold '
+                                    f'{e.threshold}')
+    return CLIError(EX_DATAERR, first_line(e))
 
 # %% ../nbs/62_cli.ipynb #ef38d416
-import logging
-DASK_LOCAL = dict(dashboard_address=':0', silence_logs=logging.ERROR)   # the --dask LocalCluster (tests: processes=False)
+DASK_LOCAL = dict(dashboard_address=':0', silence_logs=logging.ERROR)   # the --dask LocalCluster (tests: processes=0)
 DASK_TIMEOUT = '10s'   # how long `--dask ADDRESS` waits for the scheduler
-
-def is_many(spec,  # an input as typed: a file, a folder, a glob pattern or -
-            ) -> bool:
-    "Whether an input names several files: a folder, or a glob pattern (a file whose name holds `*?[` is a file)."
-    s = str(spec)
-    return s != '-' and not Path(s).is_file() and (bool(set('*?[') & set(s)) or Path(s).is_dir())
-
-def input_name(spec,  # an input as typed
-               ) -> str:
-    "The name a report folder is given after its input: a file's stem, a folder's name, a glob's folder and pattern."
-    s = str(spec)
-    if s == '-': return 'stdin'
-    if not is_many(s) or Path(s).is_dir(): return Path(s).stem or 'events'
-    p = Path(s)
-    stem = ''.join(ch for ch in p.stem if ch not in '*?[]').strip('-_.') or 'events'
-    return f'{p.parent.name}-{stem}' if p.parent.name else stem
 
 @contextlib.contextmanager
 def dask_cluster(address: str | None,  # None: no cluster; '' (--dask alone): a LocalCluster; else a scheduler's address
                  ):
     "The client `--dask` asks for, closed after: a LocalCluster sized to the machine, or one connected to `address`."
     if address is None: yield None; return
-    try: from distributed import Client, LocalCluster
+    try: from distributed import Client, LocalCluster   # lazy: the dask extra, only with --dask
     except ImportError:
         raise CLIError(EX_UNAVAILABLE, "--dask needs the dask extra: pip install 'calibkit[dask]'") from None
     if not address:
@@ -241,80 +182,26 @@ def _check_flags(args) -> None:
         raise CLIError(EX_USAGE, '--conformal needs --fit: conformal sets are calibrated on held-out score matrices, '
                                  'never on the rows they are judged on')
     if args.recalibrator not in (None, 'none') and not args.fit:
-        raise CLIError(EX_USAGE, f'--recalibrator {args.recalibrator} needs fit events (--fit): recalibrators are fitted '
-                                 'on held-out data, never on the events they are judged on')
+        raise CLIError(EX_USAGE, f'--recalibrator {args.recalibrator} needs fit events (--fit): recalibrators are '
+                                 'fitted on held-out data, never on the events they are judged on')
 
 def _check_inputs(args) -> None:
     "Exit 66 for an input, --fit or --counts file that is missing or not a regular file (before the output folder)."
-    from calibkit.inputs import NoInputError, check_file
-    for p in (args.input, args.fit, args.counts):
-        if p is not None and p != '-' and not is_many(p):   # several files: `event_files` checks them
-            try: check_file(p)
-            except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
+    from calibkit.inputs import check_inputs   # lazy: pandas (`calibkit --version` loads neither numpy nor pandas)
+    check_inputs(args.input, args.fit, args.counts)
 
 def _out(args):
     "The claim on the report's output folder (`calibkit.outdir.claim`), or a null context with --json and no --out."
     if args.json and not args.out: return contextlib.nullcontext()
-    name = input_name(args.input)
-    out = Path(args.out) if args.out else Path.cwd()/f'{name}-calibration'
+    from calibkit.inputs import input_name    # lazy, as calibkit.report: pandas
     from calibkit.report import REPORT_FILES
+    out = Path(args.out) if args.out else Path.cwd()/f'{input_name(args.input)}-calibration'
     return claim(out, REPORT_FILES, force=args.force, inputs=[args.input, args.fit, args.counts])
 
-# %% ../nbs/62_cli.ipynb #5240125d
-def load_scores(path,  # an .npz score matrix, or a raw output for `extractor`
-                *, extractor=None,  # a tagger extractor instance (it has `scores`) run over a raw output
-                ) -> tuple:  # (n×K probability rows, n gold label ids, the K label names or None)
-    "The probability matrix, gold label ids and label names of an `.npz` score matrix or a tagger's raw output."
-    from collections.abc import Mapping
-    import numpy as np
-    from calibkit.events import check_probs, check_scores
-    from calibkit.inputs import InputError, NoInputError, check_file, read_npz, show_path
-    try: path = check_file(path)
-    except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
-    need = ('--conformal needs score matrices (INPUT and --fit as .npz with scores and gold, or raw outputs through a '
-            'tagger extractor: softmax, crf_marginals)')
-    if extractor is None:
-        if path.suffix.lower() != '.npz': raise CLIError(EX_USAGE, f'{need}; {show_path(path)} is not one')
-        z = read_npz(path)
-        missing = [k for k in ('scores', 'gold') if k not in z]
-        if missing: raise InputError(f'{show_path(path)}: missing array(s) {missing}; found {sorted(z)}')
-        s, gold = z['scores'], z['gold']
-        labels = [str(v) for v in (z['labels'].tolist() if 'labels' in z else range(s.shape[1] if s.ndim == 2 else 0))]
-    else:
-        if not (callable(getattr(extractor, 'scores', None)) and extractor.reads):
-            raise CLIError(EX_USAGE, f'{need}; extractor {extractor.name!r} gives events, not score matrices')
-        out = raw_output(path)
-        if not isinstance(out, Mapping):
-            raise CLIError(EX_USAGE, f'{need}; {show_path(path)} holds records, not arrays')
-        a = {k: v for k, v in extractor.arrays(out).items() if v is not None}
-        rows, gold = a.pop(next(iter(extractor.reads))), a.pop('gold')
-        labels, lengths = a.pop('labels', None), a.pop('lengths', None)
-        if lengths is not None: rows = np.split(np.asarray(rows), np.cumsum(np.asarray(lengths))[:-1])
-        s, labels = extractor.scores(rows, None if labels is None else list(labels), **a)
-        s = np.concatenate(s) if isinstance(s, list) else s
-        gold = np.concatenate([np.ravel(g) for g in gold]) if isinstance(gold, list) else np.ravel(gold)
-        labels = None if labels is None else list(labels)
-    with failing_as(EX_DATAERR, f'{show_path(path)}: '):
-        p, g = check_scores(check_probs(s), gold, labels)
-    return p, g, labels
-
 # %% ../nbs/62_cli.ipynb #23cd96c0
-def _threshold(ev, threshold, name: str):
-    if threshold is None: return ev
-    from calibkit.inputs import InputError
-    keep = ev['conf'].to_numpy() >= threshold
-    if not keep.any(): raise InputError(f'{name}: all {len(ev)} events score below --threshold {threshold}')
-    out = ev[keep].reset_index(drop=True)
-    out.attrs.update(ev.attrs, n_cells=len(ev), n_dropped=int((~keep).sum()), threshold=threshold)
-    return out
-
-def _files(spec) -> list:
-    from calibkit.inputs import NoInputError, event_files
-    try: return event_files(spec)
-    except NoInputError as e: raise CLIError(EX_NOINPUT, str(e)) from None
-
 def _check_files(args) -> None:
     "Several files or --dask: usage errors (2), no files (66), mixed types or columns (65), before a cluster starts."
+    from calibkit.inputs import dataset_files, is_many   # lazy: pandas
     dask_ = getattr(args, 'dask', None)
     if dask_ is None and not is_many(args.input) and not (args.fit and is_many(args.fit)): return
     if args.input == '-': raise CLIError(EX_USAGE, 'a folder, a glob or --dask reads files, not standard input')
@@ -324,50 +211,26 @@ def _check_files(args) -> None:
         raise CLIError(EX_USAGE, '--threshold applies to events read in memory, not with --dask')
     if dask_ is not None and args.binning == 'adaptive':
         raise CLIError(EX_USAGE, '--binning adaptive searches the sorted events in memory: not with --dask')
-    from calibkit.inputs import check_schemas
-    with failing_as(EX_DATAERR):
-        for spec in (args.input, args.fit):
-            if spec is not None and (dask_ is not None or is_many(spec)): check_schemas(_files(spec))
+    for spec in (args.input, args.fit):
+        if spec is not None and (dask_ is not None or is_many(spec)): dataset_files(spec)
 
-def _read_files(args, xt):
-    "The events and fit events when an input names several files, or with --dask: in memory, or lazily (dask)."
-    from calibkit.inputs import read_event_files, read_counts   # the files were checked (cmd_report: _check_files)
-    with failing_as(EX_DATAERR):
-        if getattr(args, 'dask', None) is not None:
-            import calibkit.dask as cd
-            read = lambda spec: cd.read_events(_files(spec))
-        else:
-            read = lambda spec: (_threshold(read_event_files(_files(spec)), args.threshold, spec) if is_many(spec)
-                                 else load_input(spec, args.threshold))
-        ev = read(args.input)
-        fit = read(args.fit) if args.fit else None
-        counts = read_counts(args.counts) if args.counts else None
-    return ev, fit, counts
-
+def _read_all(args, xt):
+    "The events, fit events and counts: `calibkit.inputs.read_inputs`; with --dask, its file lists read by dask."
+    from calibkit.inputs import event_files, read_counts, read_inputs   # lazy: pandas
+    if getattr(args, 'dask', None) is not None:                        # the files were checked (`_check_files`)
+        import calibkit.dask as cd   # lazy: dask, an extra, only with --dask
+        read = lambda spec: None if spec is None else cd.read_events(event_files(spec))
+        return read(args.input), read(args.fit), read_counts(args.counts) if args.counts else None
+    if args.input == '-' and args.format is None:
+        raise CLIError(EX_USAGE, 'reading standard input (-) needs --format csv, jsonl or parquet')
+    return read_inputs(args.input, args.fit, args.counts, threshold=args.threshold, extractor=xt, fmt=args.format)
 
 # %% ../nbs/62_cli.ipynb #93f8a911
-def _read_all(args, xt):
-    "The events, fit events and counts; messages about standard input name `<stdin>`, not the private copy."
-    if getattr(args, 'dask', None) is not None or is_many(args.input) or (args.fit and is_many(args.fit)):
-        return _read_files(args, xt)
-    import tempfile
-    from calibkit.inputs import read_counts
-    with tempfile.TemporaryDirectory() as scratch:
-        src = read_stdin(args.format, Path(scratch)) if args.input == '-' else args.input
-        try:
-            with failing_as(EX_DATAERR):
-                ev = load_input(src, args.threshold, extractor=xt)
-                fit = load_input(args.fit, args.threshold, extractor=xt) if args.fit else None
-                counts = read_counts(args.counts) if args.counts else None
-        except CLIError as e:
-            if args.input != '-': raise
-            raise CLIError(e.code, str(e).replace(str(src), '<stdin>')) from e.__cause__
-    return ev, fit, counts
-
 def _conformal(args, xt):
     "`calibration_report`'s conformal arguments from --conformal (None without it): the --fit and INPUT score matrices."
     if args.conformal is None: return None
     if args.input == '-': raise CLIError(EX_USAGE, '--conformal needs score matrices; standard input (-) holds events')
+    from calibkit.inputs import load_scores   # lazy: pandas
     (pf, gf, lf), (pe, ge, le) = (load_scores(p, extractor=xt) for p in (args.fit, args.input))
     if lf != le or pf.shape[1] != pe.shape[1]:
         raise CLIError(EX_DATAERR, f'--fit and INPUT score different labels ({pf.shape[1]} and {pe.shape[1]} columns'
@@ -382,7 +245,7 @@ def cmd_report(args,  # the parsed flags of `calibkit report`
     with dask_cluster(getattr(args, 'dask', None)): return _report(args)   # --dask: the cluster lives for the run
 
 def _report(args) -> int:
-    from calibkit.report import calibration_report
+    from calibkit.report import calibration_report   # lazy: numpy, pandas, Altair
     _check_flags(args)
     xt = _plugin('extractor', args.extractor, args.extractor_param)
     grouper = _plugin('grouper', args.grouper, args.grouper_param)
@@ -412,7 +275,7 @@ def _report(args) -> int:
     return 0
 
 # %% ../nbs/62_cli.ipynb #f65ed7c0
-def plugin_table(df,              # `calibkit.plugins.plugins()`: kind, name, description, distribution, version, params, reads, ...
+def plugin_table(df,              # `calibkit.plugins.plugins()`: kind, name, description, distribution, version, ...
                  width: int = 100 # the widest line, in characters (longer text is wrapped, never cut)
                  ) -> str:
     """A plain-text listing of `df`: per plugin a row (name, kind, distribution, version, params wrapped under their
@@ -423,13 +286,15 @@ def plugin_table(df,              # `calibkit.plugins.plugins()`: kind, name, de
     text = lambda r, c: '' if r.get(c) is None else str(r[c])
     w = {c: max([len(c), *(len(text(r, c)) for r in recs)]) for c in cols[:-1]}
     indent = sum(w.values()) + 2 * len(w)
-    wrap = lambda s, at, lead: textwrap.wrap(s, max(width - at, 20), break_on_hyphens=False, subsequent_indent=lead) or ['']
+    wrap = lambda s, at, lead: (textwrap.wrap(s, max(width - at, 20), break_on_hyphens=False, subsequent_indent=lead)
+                                or [''])
     lines = ['  '.join(c.ljust(w[c]) for c in cols[:-1]) + '  params']
     for r in recs:
         head = '  '.join(text(r, c).ljust(w[c]) for c in cols[:-1]) + '  '
         params = wrap(text(r, 'params'), indent, '')
         lines += [(head + params[0]).rstrip(), *(' ' * indent + p for p in params[1:])]
-        reads = ', '.join(r.get('reads') or {}) + ('; optional: ' + ', '.join(r['reads_optional']) if r.get('reads_optional') else '')
+        reads = ', '.join(r.get('reads') or {}) + ('; optional: ' + ', '.join(r['reads_optional'])
+                                                   if r.get('reads_optional') else '')
         notes = [text(r, 'description')] + ([f'reads: {reads}'] if reads else [])
         lines += ['    ' + l for n in notes if n for l in wrap(n, 4, '  ')]
     return '\n'.join(lines)
@@ -438,16 +303,16 @@ def plugin_table(df,              # `calibkit.plugins.plugins()`: kind, name, de
 def cmd_plugins(args,  # the parsed flags of `calibkit plugins`
                 ) -> int:
     import shutil
-    from calibkit.plugins import plugins
+    from calibkit.plugins import plugins   # lazy: the registry loads the installed plugins
     df = plugins()
     width = shutil.get_terminal_size((100, 24)).columns       # 100 when stdout is not a terminal
     print(df.to_json(orient='records', indent=1) if args.json else plugin_table(df, width), flush=True)
     return 0
 
+# %% ../nbs/62_cli.ipynb #cl62c030
 def cmd_demo(args,  # the parsed flags of `calibkit demo`
              ) -> int:
-    from calibkit.demos import run_demos
-    from calibkit.demos import DEMOS
+    from calibkit.demos import DEMOS, run_demos   # lazy: the studies import their models and data
     only = args.only.split(',') if args.only else None
     unknown = sorted(set(only or []) - set(DEMOS))
     if unknown: raise CLIError(EX_USAGE, f'--only: unknown demo(s) {", ".join(unknown)}; known: {", ".join(DEMOS)}')
@@ -455,10 +320,11 @@ def cmd_demo(args,  # the parsed flags of `calibkit demo`
     for p in done: print(p, flush=True)
     return 0
 
+# %% ../nbs/62_cli.ipynb #cl62c031
 class DemoHelp(argparse.RawDescriptionHelpFormatter):
     "`calibkit demo --help`: the usual help, then the studies (`calibkit.demos` is imported only when help is shown)."
     def format_help(self) -> str:
-        from calibkit.demos import demo_catalogue
+        from calibkit.demos import demo_catalogue   # lazy: imported only when help is shown
         return (super().format_help() + '\nstudies (--only NAME,...; default: every study this install supports):\n'
                 + demo_catalogue() + '\n')
 
@@ -471,7 +337,8 @@ class Parser(argparse.ArgumentParser):
 
 
 class _Version(argparse.Action):
-    def __init__(self, option_strings, dest, **kw): super().__init__(option_strings, dest, nargs=0, help='show the version')
+    def __init__(self, option_strings, dest, **kw):
+        super().__init__(option_strings, dest, nargs=0, help='show the version')
     def __call__(self, parser, ns, values, option_string=None):
         print(f'calibkit {calibkit_version()}'); parser.exit()
 
@@ -481,20 +348,21 @@ def parser() -> argparse.ArgumentParser:
     def flags(p, default):
         p.add_argument('--quiet', action='store_true', default=default, help='no progress bars ($CALIBKIT_QUIET)')
         p.add_argument('--debug', action='store_true', default=default, help='show tracebacks')
-    p = Parser(prog='calibkit', description="How far to trust a model's probabilities, and how to fix them.", epilog=EXIT_CODES,
-               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog='calibkit', description="How far to trust a model's probabilities, and how to fix them.",
+               epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('--version', action=_Version)
     flags(p, False)
     common = argparse.ArgumentParser(add_help=False)
     flags(common, argparse.SUPPRESS)                   # after the subcommand: only set when given
     sub = p.add_subparsers(dest='cmd', required=True, metavar='{report,demo,plugins}', parser_class=Parser)
-    r = sub.add_parser('report', parents=[common], help='calibration report of model outputs on disk', epilog=EXIT_CODES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
+    r = sub.add_parser('report', parents=[common], help='calibration report of model outputs on disk',
+                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
                        description='Measure (and optionally recalibrate) the calibration of model outputs on '
                                    'disk:\nmetrics with intervals, reliability diagrams with consistency bands, '
-                                   'whether the\nmiscalibration is significant at --level (ECCE-R test), and how useful '
-                                   'the confidence\nis for abstaining (selective prediction: AURC, AUROC, risk at '
-                                   '80/90/95% coverage, the\nrisk-coverage curve), before and after recalibration.')
+                                   'whether the\nmiscalibration is significant at --level (ECCE-R test), and how '
+                                   'useful the confidence\nis for abstaining (selective prediction: AURC, AUROC, '
+                                   'risk at 80/90/95% coverage, the\nrisk-coverage curve), before and after '
+                                   'recalibration.')
     r.add_argument('input', help="events file (.csv .tsv .parquet .jsonl), score matrix (.npz), .logits, or - (stdin); "
                                  "or several events files: a folder or a quoted glob ('runs/*.parquet')")
     r.add_argument('--dask', nargs='?', const='', metavar='ADDRESS',
@@ -504,24 +372,30 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument('--fit', help='held-out events to fit the recalibrator on (same formats)')
     r.add_argument('--counts', help='training label counts for the grouper (CSV label,count or JSON {label: count})')
     r.add_argument('--extractor', help='extractor plugin run over a raw model output (.npz arrays, .jsonl records)')
-    r.add_argument('--extractor-param', type=param_flag, action='append', metavar='K=V', help='extractor parameter (repeatable)')
+    r.add_argument('--extractor-param', type=param_flag, action='append', metavar='K=V',
+                   help='extractor parameter (repeatable)')
     r.add_argument('--grouper', help='grouper plugin: shared, tfg, per_class, ... (see `calibkit plugins`)')
-    r.add_argument('--grouper-param', type=param_flag, action='append', metavar='K=V', help='grouper parameter (repeatable)')
-    r.add_argument('--n-groups', type=int_flag('--n-groups', 1), help=f'groups, for a grouper that takes it (default {s.n_groups})')
+    r.add_argument('--grouper-param', type=param_flag, action='append', metavar='K=V',
+                   help='grouper parameter (repeatable)')
+    r.add_argument('--n-groups', type=int_flag('--n-groups', 1),
+                   help=f'groups, for a grouper that takes it (default {s.n_groups})')
     r.add_argument('--recalibrator', help='recalibrator plugin: none, histogram, isotonic, platt, ... (needs --fit)')
-    r.add_argument('--param', type=param_flag, action='append', metavar='K=V', help='recalibrator parameter (repeatable)')
+    r.add_argument('--param', type=param_flag, action='append', metavar='K=V',
+                   help='recalibrator parameter (repeatable)')
     r.add_argument('--conformal', type=float_flag('--conformal', 0, 1, lo_open=True, hi_open=True), metavar='ALPHA',
                    help='conformal prediction sets at miscoverage ALPHA, calibrated on --fit (score matrices; Mondrian '
                         'with --grouper)')
     r.add_argument('--conformal-method', choices=('lac', 'aps', 'aps-randomized'),
                    help='nonconformity score of --conformal (default lac)')
-    r.add_argument('--threshold', type=float_flag('--threshold', 0, 1, hi_open=True),
+    r.add_argument('--threshold', type=threshold_flag,
                    help=f'drop events below this score, in [0, 1) (score matrices: default {s.threshold})')
     b = r.add_mutually_exclusive_group()
-    b.add_argument('--n-bins', type=int_flag('--n-bins', 1), help=f'bins (default {s.n_bins}; at most the number of events)')
+    b.add_argument('--n-bins', type=int_flag('--n-bins', 1),
+                   help=f'bins (default {s.n_bins}; at most the number of events)')
     b.add_argument('--bin-size', type=int_flag('--bin-size', 1), help='events per equal-mass bin')
     r.add_argument('--binning', choices=BINNINGS, default='equal_mass',   # config.BINNINGS, as binning.BINNINGS
-                   help='bins: equal_mass (default), fixed_width, or adaptive (Ding et al. 2020: chooses its own number)')
+                   help='bins: equal_mass (default), fixed_width, or adaptive (Ding et al. 2020: chooses its own '
+                        'number)')
     r.add_argument('--level', type=float_flag('--level', 0, 1, lo_open=True, hi_open=True),
                    help=f'level of the intervals, consistency bands and significance test (default {s.ci_level})')
     n_samples = int_flag('--n-samples', 2, MAX_SAMPLES, ' (each resample keeps one number per bin)')
@@ -534,13 +408,15 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument('--json', action='store_true', help='print metrics.json to stdout (nothing else on stdout)')
     r.set_defaults(func=cmd_report)
     d = sub.add_parser('demo', parents=[common], help='run the bundled end-to-end studies and write their reports',
-                       description='Run the bundled studies on the bundled data and write a report for each.', epilog=EXIT_CODES,
+                       description='Run the bundled studies on the bundled data and write a report for each.',
+                       epilog=EXIT_CODES,
                        formatter_class=DemoHelp)
     d.add_argument('--out', default='calibkit-demo', help='output folder (default: calibkit-demo)')
     d.add_argument('--only', help='comma-separated study names to run (default: every study this install supports)')
     d.add_argument('--force', action='store_true', help='replace the reports calibkit wrote there (nothing else)')
     d.set_defaults(func=cmd_demo)
-    g = sub.add_parser('plugins', parents=[common], help='list registered extractors, groupers and recalibrators', epilog=EXIT_CODES)
+    g = sub.add_parser('plugins', parents=[common], help='list registered extractors, groupers and recalibrators',
+                       epilog=EXIT_CODES)
     g.add_argument('--json', action='store_true', help='JSON records instead of a table')
     g.set_defaults(func=cmd_plugins)
     return p
@@ -571,7 +447,9 @@ def main(argv=None,  # the arguments (default: sys.argv[1:])
     except Exception as e:
         if args.debug: raise
         if isinstance(e, OutputError): e = output_error(e)
-        from calibkit.plugins import PluginError
+        inputs = sys.modules.get('calibkit.inputs')   # loaded when `e` is one of its errors (never imported here)
+        if inputs is not None and isinstance(e, inputs.InputError): e = input_error(e)
+        from calibkit.plugins import PluginError   # lazy: the registry loads the installed plugins
         code = e.code if isinstance(e, CLIError) else EX_UNAVAILABLE if isinstance(e, ImportError) \
             else EX_CANTCREAT if isinstance(e, OSError) else EX_DATAERR if isinstance(e, (ValueError, TypeError)) \
             else EX_SOFTWARE

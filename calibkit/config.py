@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_config.ipynb #48f90626
 from __future__ import annotations
-import configparser, dataclasses, os, sys
+import configparser, dataclasses, math, numbers, os, sys
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -12,14 +12,25 @@ from functools import cache
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['BINNINGS', 'Settings', 'package_dir', 'calibkit_version', 'settings_path', 'read_settings', 'settings', 'default',
-           'decode_utf8', 'progress', 'fixed_threads', 'require', 'public_dir']
+__all__ = ['BINNINGS', 'FORMATS', 'Settings', 'package_dir', 'calibkit_version', 'settings_path', 'read_settings', 'settings',
+           'default', 'check_threshold', 'decode_utf8', 'first_line', 'progress', 'fixed_threads', 'require',
+           'public_dir']
+
+# %% ../nbs/00_config.ipynb #c0a1b2c7
+def _threshold_in_range(value, name: str) -> float:
+    "`value` as a float in [0, 1), or a ValueError naming `name` (the message of `calibkit.events.check_float`)."
+    want = 'a finite number in [0, 1)'
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):   # numpy's numbers are Real, its bool_ is not
+        raise ValueError(f'{name} must be {want}, got {type(value).__name__} {value!r}')
+    v = float(value)
+    if not (math.isfinite(v) and 0 <= v < 1): raise ValueError(f'{name} must be {want}, got {value!r}')
+    return v
 
 # %% ../nbs/00_config.ipynb #2467c999
 @dataclass(frozen=True)
 class Settings:
     "calibkit's study defaults (the `[calibkit]` section of `settings.ini`)."
-    threshold: float = 0.01  # drop marginal events with score below this
+    threshold: float = 0.01  # keep events scoring at least this, in [0, 1) (`check_threshold`)
     n_bins: int = 10         # equal-mass bins for recalibration and evaluation
     n_groups: int = 5        # tag frequency groups (G)
     tfg_rule: str = '>'      # '>' authors' code, '>=' paper's text
@@ -29,7 +40,7 @@ class Settings:
     seed: int = 0            # seed for every random draw
 
     def __post_init__(self):
-        if not 0 <= self.threshold < 1: raise ValueError(f'threshold must be in [0, 1), got {self.threshold}')
+        _threshold_in_range(self.threshold, 'threshold')
         for k in ('n_bins', 'n_groups', 'ci_samples', 'mc_samples'):
             if getattr(self, k) < 1: raise ValueError(f'{k} must be >= 1, got {getattr(self, k)}')
         if not 0 < self.ci_level < 1: raise ValueError(f'ci_level must be in (0, 1), got {self.ci_level}')
@@ -92,8 +103,18 @@ def default(
     "`value` if given, else the study default `name`: the idiom every public function uses."
     return getattr(settings(), name) if value is None else value
 
+# %% ../nbs/00_config.ipynb #c0a1b2c4
+def check_threshold(
+    threshold=None,  # a score threshold: events scoring at least this are kept (None: the settings' threshold)
+    name: str = 'threshold',  # the argument's name, for the error message
+) -> float:  # the threshold, a float in [0, 1)
+    "A score threshold in [0, 1) (events with score >= it are kept), or a ValueError naming `name`; None: the default."
+    return _threshold_in_range(default('threshold', threshold), name)
+
+
 # %% ../nbs/00_config.ipynb #b1a7c0e3
 BINNINGS = ('equal_mass', 'fixed_width', 'adaptive')   # binning schemes (see `calibkit.binning.bin_stats`)
+FORMATS = {'csv': '.csv', 'jsonl': '.jsonl', 'parquet': '.parquet'}   # standard input's formats (`calibkit.inputs`)
 
 # %% ../nbs/00_config.ipynb #5b1e0c02
 def decode_utf8(
@@ -108,6 +129,13 @@ def decode_utf8(
         col = e.start - data.rfind(b'\n', 0, e.start)
         raise error(f'{name}: line {line}, column {col}: byte {data[e.start]:#04x} is not UTF-8 '
                     f'(save the file as UTF-8)') from None
+
+# %% ../nbs/00_config.ipynb #c0a1b2d2
+def first_line(
+    e: BaseException,  # an exception
+) -> str:  # the first line of its message, or its type's name when the message is empty
+    "The first line of `e`'s message (its type's name when it has none): what a one-line error shows."
+    return (str(e).splitlines() or [type(e).__name__])[0]
 
 # %% ../nbs/00_config.ipynb #2efc6c4b
 def progress(iterable=None,          # what to iterate over (tqdm's first argument)

@@ -4,15 +4,18 @@
 
 # %% ../nbs/63_demos.ipynb #88af91b1
 from __future__ import annotations
-import hashlib, json, os
+import hashlib, html, importlib.util, json, os, textwrap, warnings
 from pathlib import Path
 import pandas as pd
-from .config import default, progress
+from .config import progress
 from .datasets import bundled
 from .events import make_events
 from .outdir import OutputError, check_path, locked, mismatch
+from .plugins import extractor
 from .report import calibration_report
 from .render import REPORT_FILES, save_report
+from .studies import synthetic
+
 
 # %% auto #0
 __all__ = ['DEMOS', 'DEMO_EXTRAS', 'DEMO_MARKER', 'demo_synthetic', 'demo_twitter_pos', 'demo_coref', 'demo_sparse_tagsets',
@@ -23,10 +26,11 @@ __all__ = ['DEMOS', 'DEMO_EXTRAS', 'DEMO_MARKER', 'demo_synthetic', 'demo_twitte
 def demo_synthetic(
     out: Path,  # the folder the study's report folder goes into
 ) -> list[Path]:  # the report folders written
-    "The thesis' miscalibrated synthetic forecaster (k = 0.1: under-confident), then recalibrated by isotonic regression."
-    from calibkit.studies import synthetic
+    ("The thesis' miscalibrated synthetic forecaster (k = 0.1: under-confident), then recalibrated by isotonic "
+     "regression.")
     dev, test = (make_events(*synthetic(20_000, k=0.1, seed=s)) for s in (1, 2))
-    rep = calibration_report(test, fit=dev, recalibrator='isotonic', title='Synthetic under-confident forecaster (thesis generator, k = 0.1)')
+    rep = calibration_report(test, fit=dev, recalibrator='isotonic',
+                             title='Synthetic under-confident forecaster (thesis generator, k = 0.1)')
     save_report(rep, out/'synthetic', force=True)
     return [out/'synthetic']
 
@@ -35,15 +39,15 @@ def demo_twitter_pos(
     out: Path,  # the folder the study's report folder goes into
 ) -> list[Path]:  # the report folders written
     "HMM, basic and featured CRF and softmax taggers on ARK Twitter POS: full-marginal events, isotonic recalibration."
-    from calibkit.datasets.conll import read_conll
-    from calibkit.models.taggers import CRFTagger, HMMTagger, SoftmaxTagger, events_from_tagger
+    from calibkit.datasets.conll import read_conll   # lazy, as every study's models and data: loaded when it runs
+    from calibkit.models.taggers import CRFTagger, HMMTagger, SoftmaxTagger, events_from_tagger   # lazy: sklearn, crf
     data = {s: read_conll(bundled(f'twpos/oct27.{s}')) for s in ('train', 'dev', 'test')}
     models = {'hmm': HMMTagger(), 'crf_basic': CRFTagger('basic'), 'crf_advanced': CRFTagger('advanced'),
               'softmax': SoftmaxTagger()}
     done = []
     for name, m in progress(models.items(), desc='twitter_pos', unit='model'):
         m.fit(*data['train'])
-        dev, test = (events_from_tagger(m, *data[s], events='marginal', threshold=default('threshold')) for s in ('dev', 'test'))
+        dev, test = (events_from_tagger(m, *data[s], events='marginal') for s in ('dev', 'test'))   # the 0.01 threshold
         rep = calibration_report(test, fit=dev, recalibrator='isotonic', meta=dict(accuracy=m.score(*data['test'])),
                                  title=f'Twitter POS, {name}: marginal events on oct27.test')
         save_report(rep, out/'twitter_pos'/name, force=True)
@@ -55,9 +59,8 @@ def demo_coref(
     out: Path,  # the folder the study's report folder goes into
 ) -> list[Path]:  # the report folders written
     "Mention-ranking model on LitBank; Monte Carlo 'same entity?' confidences; isotonic recalibration fitted on dev."
-    from calibkit.datasets.coref import read_conll2012_coref
-    from calibkit.models.coref import MentionRanker, split_documents
-    from calibkit.plugins import extractor
+    from calibkit.datasets.coref import read_conll2012_coref   # lazy: loaded when the study runs
+    from calibkit.models.coref import MentionRanker, split_documents   # lazy: sklearn
     split = split_documents(read_conll2012_coref(bundled('litbank')))
     model = MentionRanker(window=50).fit(split['train'])
     ex = extractor('coref_mc', seed=0, quiet=True)
@@ -73,10 +76,12 @@ def demo_coref(
 def demo_sparse_tagsets(
     out: Path,  # the folder the study's report folder goes into
 ) -> list[Path]:  # the report folders written
-    "Softmax tagger on UD EWT's XPOS+DEPREL tagset (486 tags): marginal events, TFG (G = 5) with per-group histogram binning."
-    from calibkit.sparse import ewt_study_events
+    ("Softmax tagger on UD EWT's XPOS+DEPREL tagset (486 tags): marginal events, TFG (G = 5) with per-group "
+     "histogram binning.")
+    from calibkit.sparse import ewt_study_events   # lazy: the study's tagger (sklearn) loads when it runs
     st = ewt_study_events(bundled('ud_ewt'))
-    rep = calibration_report(st.test_events, fit=st.dev_events, counts=st.train_counts, grouper='tfg', recalibrator='histogram',
+    rep = calibration_report(st.test_events, fit=st.dev_events, counts=st.train_counts, grouper='tfg',
+                             recalibrator='histogram',
                              title='UD EWT XPOS+DEPREL: marginal events, TFG + histogram binning')
     save_report(rep, out/'sparse_tagsets', force=True)
     return [out/'sparse_tagsets']
@@ -85,13 +90,15 @@ def demo_sparse_tagsets(
 def demo_seq2seq(
     out: Path,  # the folder the study's report folder goes into
 ) -> list[Path]:  # the report folders written
-    "GRU encoder-decoder (hidden 64) on UD EWT words → lemma/UPOS: teacher-forced token events and greedy sequence events (min)."
-    from calibkit.models.seq2seq import seq2seq_study_events
+    ("GRU encoder-decoder (hidden 64) on UD EWT words → lemma/UPOS: teacher-forced token events and greedy sequence "
+     "events (min).")
+    from calibkit.models.seq2seq import seq2seq_study_events   # lazy: torch (the hf extra)
     st = seq2seq_study_events(bundled('ud_ewt'))
     meta = dict(token_accuracy=st.token_accuracy, exact_match=st.exact_match)
     done = []
     for name, ev, what in (('tokens', st.tokens, 'teacher-forced token events'),
-                           ('sequences_min', st.sequences['min'], 'greedy sequences, min step confidence vs exact match')):
+                           ('sequences_min', st.sequences['min'],
+                            'greedy sequences, min step confidence vs exact match')):
         rep = calibration_report(ev, meta=meta, title=f'Seq2seq on UD EWT (GRU, hidden 64): {what}')
         save_report(rep, out/'seq2seq'/name, force=True)
         done.append(out/'seq2seq'/name)
@@ -107,7 +114,6 @@ DEMO_EXTRAS = {'twitter_pos': ('crf', ('sklearn_crfsuite',)), 'seq2seq': ('hf', 
 def missing_extra(name: str  # a study of `DEMOS`
                   ) -> str | None:
     "The extra (`crf`, `hf`, ...) study `name` needs and this install lacks, or None when it can run."
-    import importlib.util
     if name not in DEMOS: raise ValueError(f'unknown demo {name!r}; known: {sorted(DEMOS)}')
     extra, modules = DEMO_EXTRAS.get(name, (None, ()))
     return extra if any(importlib.util.find_spec(m) is None for m in modules) else None
@@ -116,7 +122,6 @@ def missing_extra(name: str  # a study of `DEMOS`
 def demo_catalogue(width: int = 100  # the widest line, in characters (descriptions are wrapped)
                    ) -> str:
     "Every study of `DEMOS`: its name, the extra it needs (if any) and its one-line description, as plain text."
-    import textwrap
     w = max(map(len, DEMOS)) + 2
     lines = []
     for name, fn in DEMOS.items():
@@ -138,6 +143,7 @@ def calibkit_made(
     if mismatch(p, REPORT_FILES) is None: return True
     return p.is_dir() and not p.is_symlink() and any(p.iterdir()) and all(calibkit_made(c) for c in p.iterdir())
 
+# %% ../nbs/63_demos.ipynb #de63c002
 def _sha(p: Path) -> str: return hashlib.sha256(p.read_bytes()).hexdigest()
 
 def _written_index(out: Path) -> set[str]:
@@ -154,7 +160,8 @@ def check_demo_out(
     if not out.exists(): return out
     if not force: raise OutputError(f'{out} exists', 'exists')
     for n in names:
-        if not calibkit_made(out/n): raise OutputError(f'{out/n} holds files calibkit did not write: refusing to replace it')
+        if not calibkit_made(out/n):
+            raise OutputError(f'{out/n} holds files calibkit did not write: refusing to replace it')
     idx = out/'index.html'
     if idx.is_symlink() or (idx.exists() and (not idx.is_file() or _sha(idx) not in _written_index(out))):
         raise OutputError(f'{idx} was not written by calibkit demo: refusing to replace it')
@@ -165,8 +172,7 @@ def write_index(
     out: Path,  # the demo's output folder
     reports: list[Path],  # the report folders written in it
 ) -> None:
-    "An index.html in `out` linking every report with its headline numbers (its checksum recorded in `out/.calibkit-demo.json`)."
-    import html
+    "An index.html in `out` linking every report with its headline numbers (its checksum in `out/.calibkit-demo.json`)."
     rows = []
     for r in reports:
         m = json.loads((r/'metrics.json').read_text())
@@ -182,7 +188,8 @@ def write_index(
             '<th>events</th><th>CalibMSE</th><th>ECE</th><th>CalibMSE after recalibration</th><th>ECE after</th></tr>'
             + '\n'.join(rows) + '</table></body></html>\n')
     sha = hashlib.sha256(page.encode('utf-8')).hexdigest()
-    for target, text in ((out/DEMO_MARKER, json.dumps(dict(writer='calibkit', index_sha256=sorted(_written_index(out) | {sha})), indent=1) + '\n'),
+    marker = json.dumps(dict(writer='calibkit', index_sha256=sorted(_written_index(out) | {sha})), indent=1) + '\n'
+    for target, text in ((out/DEMO_MARKER, marker),
                          (out/'index.html', page)):      # the checksum first: a kill in between leaves both known
         tmp = target.with_name(f'.{target.name}.{os.getpid()}.tmp')
         tmp.write_text(text, encoding='utf-8')
@@ -195,13 +202,13 @@ def run_demos(out,                # the folder the reports go to (created; see `
               ) -> list[Path]:
     """Run the demos named in `only` (default: all those whose extras are installed; one warning per skipped study)
     into `out`; replace only what calibkit wrote there, and only with `force`."""
-    import warnings
     unknown = sorted(set(only or []) - set(DEMOS))
     if unknown: raise ValueError(f'unknown demo(s) {unknown}; known: {sorted(DEMOS)}')
     names = [n for n in DEMOS if only is None or n in only]
     if only is None:
         for n in [n for n in names if missing_extra(n)]:
-            warnings.warn(f"skipping the {n} study: it needs calibkit[{missing_extra(n)}] (pip install 'calibkit[{missing_extra(n)}]')",
+            extra = missing_extra(n)
+            warnings.warn(f"skipping the {n} study: it needs calibkit[{extra}] (pip install 'calibkit[{extra}]')",
                           stacklevel=2)
             names.remove(n)
     out = check_path(out)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys, types, warnings
 from typing import Mapping
 import numpy as np, pandas as pd
-from .config import default, public_dir
+from .config import check_threshold, default, public_dir
 
 # %% auto #0
 __all__ = ['is_dask', 'numeric_array', 'count_true', 'check_int', 'check_float', 'check_choice', 'check_bool', 'check_conf',
@@ -313,9 +313,10 @@ def events_from_scores(
     threshold: float | None = None,  # drop cells with score below this (default: the settings' threshold, 0.01)
     labels=None,  # the K label names in column order (default: 0..K-1)
 ) -> pd.DataFrame:
-    "One event per (row, label) cell of an n×K score matrix with score >= `threshold` (default: the settings', 0.01): `item, label, conf, correct`."
+    """One event per (row, label) cell of an n×K score matrix with score >= `threshold` (in [0, 1); default: the
+    settings', 0.01): `item, label, conf, correct`."""
     s, g = check_scores(scores, gold, labels)
-    threshold = check_float('threshold', default('threshold', threshold), 0, 1)
+    threshold = check_threshold(threshold)
     n, k = s.shape
     flat = s.reshape(-1)
     di, dl = _index_dtype(n), _index_dtype(k)

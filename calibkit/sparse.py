@@ -8,8 +8,8 @@ import copy, textwrap, warnings
 from pathlib import Path
 from typing import NamedTuple, Sequence
 import numpy as np, pandas as pd
-from .config import default
-from .events import as_pairs, events_from_scores, check_float, check_int
+from .config import check_threshold, default
+from .events import as_pairs, events_from_scores, check_int
 from .binning import group_bins
 from .datasets import bundled
 from .datasets.ud import read_conllu, words_frame
@@ -26,9 +26,6 @@ __all__ = ['RECALIBRATORS', 'GREEN', 'RED', 'TAGSETS', 'EWT_FILES', 'PARTS', 're
 
 # %% ../nbs/42_sparse_study.ipynb #79a6e017
 _UNSEEN = r'.*distinct tags unseen in training'      # the grouper's per-call warning, replaced by one summary
-
-def _check_threshold(threshold) -> float:
-    return check_float('threshold', default('threshold', threshold), 0, 1, hi_open=True)
 
 def _check_events(ev, name: str, threshold: float) -> pd.DataFrame:
     "The events of `ev` at or above `threshold` (validated; index reset); errors name the argument."
@@ -160,7 +157,7 @@ def sparse_study(
 ) -> pd.DataFrame:  # one row per recalibrator × grouper × scope (all, group 1..G); attrs: groups, settings
     """SMCE and per-group GMCE before/after each recalibrator under SCW and grouped (TFG) recalibration, as Kranzlein,
     Liu & Schneider (2021) measure them: a tidy frame (see above)."""
-    threshold, n_bins, seed = _check_threshold(threshold), default('n_bins', n_bins), default('seed', seed)
+    threshold, n_bins, seed = check_threshold(threshold), default('n_bins', n_bins), default('seed', seed)
     n_bins = check_int('n_bins', n_bins, 1)
     if isinstance(recalibrators, str) or hasattr(recalibrators, 'fit'): recalibrators = [recalibrators]
     if len(recalibrators) == 0: raise ValueError('recalibrators is empty')
@@ -208,7 +205,7 @@ def sparse_study_from_scores(
 ) -> pd.DataFrame:  # `sparse_study`'s frame
     """`sparse_study` from n×K score matrices and gold ids (the authors' format); `train_counts` keyed by tag index (or
     name, with `labels`)."""
-    threshold = _check_threshold(threshold)
+    threshold = check_threshold(threshold)
     dev = events_from_scores(dev_scores, dev_gold, threshold=threshold, labels=labels)      # validates each matrix once
     test = events_from_scores(test_scores, test_gold, threshold=threshold, labels=labels)
     k_dev, k_test = np.shape(dev_scores)[1], np.shape(test_scores)[1]
@@ -391,7 +388,7 @@ def choose_n_groups(
     n_bins, seed = check_int('n_bins', default('n_bins', n_bins), 1), default('seed', seed)
     candidates = sorted({check_int('candidates', g, 1) for g in candidates})
     if not candidates: raise ValueError('candidates is empty')
-    counts, dev = tag_counts(train_counts), _check_events(dev_events, 'dev_events', _check_threshold(threshold))
+    counts, dev = tag_counts(train_counts), _check_events(dev_events, 'dev_events', check_threshold(threshold))
     folds = fold_ids(dev, n_folds, seed)
     rec, _ = _recalibrator(recalibrator, n_bins, seed)
     c, y = dev['conf'].to_numpy(), dev['correct'].to_numpy()
@@ -478,7 +475,7 @@ def ewt_study_events(
     """Train a softmax tagger on the `train` part of UD EWT and return the thresholded marginal events of `recal`/`eval`
     and the training counts."""
     from sklearn.exceptions import ConvergenceWarning
-    threshold, d = _check_threshold(threshold), _data_dir(data_dir)
+    threshold, d = check_threshold(threshold), _data_dir(data_dir)
     sents = [s for f in EWT_FILES for s in read_conllu(d/f)]
     part = ewt_split(sents)
     words = words_frame(sents)

@@ -207,7 +207,7 @@ def test_npz_rows_not_summing_to_one_warn_once_with_counts(tmp_path):
 
 
 def test_npz_labels_are_text(tmp_path):
-    ev = read_scores(_npz(tmp_path/'s.npz', np.eye(2), [0, 1]))
+    ev = read_scores(_npz(tmp_path/'s.npz', np.eye(2), [0, 1]), threshold=0)     # every cell (default: 0.01)
     assert ev.label.astype(str).tolist() == ['0', '1', '0', '1'] and isinstance(ev.label.iloc[0], str)
 
 
@@ -331,3 +331,41 @@ def test_deep_json_nesting_named(tmp_path):
 def test_scores_below_threshold_named(tmp_path):
     p = _npz(tmp_path/'s.npz', np.array([[.6, .4]]), [0])
     assert error(lambda: read_scores(p, threshold=.9)) == f'{p}: no score of the 2 cells reaches the threshold 0.9'
+
+
+# ---------------------------------------------------------------- one door in (issue 25)
+
+def test_read_inputs_reads_one_file_many_files_and_stdin(tmp_path, monkeypatch):
+    import io, sys
+    from calibkit.inputs import read_inputs
+    write(tmp_path/'e.csv', 'conf,correct,label\n0.9,1,N\n0.2,0,V\n')
+    (tmp_path/'runs').mkdir()
+    for i in range(2): write(tmp_path/'runs'/f'p{i}.csv', f'conf,correct,label\n0.{i + 4},1,N\n')
+    write(tmp_path/'c.csv', 'label,count\nN,3\nV,1\n')
+    ev, fit, counts = read_inputs(tmp_path/'e.csv', tmp_path/'runs', tmp_path/'c.csv')
+    assert ev.conf.tolist() == [0.9, 0.2] and fit.conf.tolist() == [0.4, 0.5] and counts.to_dict() == {'N': 3, 'V': 1}
+    assert [f['events'] for f in fit.attrs['files']] == [1, 1]
+    ev, fit, counts = read_inputs(tmp_path/'e.csv', f'{tmp_path}/runs/*.csv', threshold=0.45)
+    assert ev.conf.tolist() == [0.9] and fit.conf.tolist() == [0.5] and counts is None
+    assert (fit.attrs['n_dropped'], fit.attrs['threshold'], len(fit.attrs['files'])) == (1, 0.45, 2)
+    monkeypatch.setattr(sys, 'stdin', type('In', (), {'buffer': io.BytesIO(b'conf,correct\n0.7,1\nx,0\n')})())
+    assert error(lambda: read_inputs('-', fmt='csv')) == "<stdin>: column 'conf', line 3: 'x' is not a number"
+    monkeypatch.setattr(sys, 'stdin', None)
+    from calibkit.inputs import NoInputError
+    with pytest.raises(NoInputError, match='standard input is closed'):
+        read_inputs('-', fmt='csv')
+
+
+def test_input_errors_have_their_kinds(tmp_path):
+    from calibkit.inputs import (NoInputError, ScoresNeededError, ThresholdError, check_inputs, dataset_files,
+                                 load_scores)
+    write(tmp_path/'e.csv', 'conf,correct\n0.9,1\n')
+    with pytest.raises(NoInputError, match='nope.csv: no such file'):
+        check_inputs(tmp_path/'e.csv', None, '-', tmp_path/'nope.csv')
+    with pytest.raises(NoInputError, match='no file matches this pattern'):
+        dataset_files(f'{tmp_path}/*.parquet')
+    with pytest.raises(ScoresNeededError) as e:
+        load_scores(tmp_path/'e.csv')
+    assert e.value.detail == f'{tmp_path}/e.csv is not one' and isinstance(e.value, InputError)
+    e = ThresholdError(tmp_path/'e.csv', 1, 0.95)
+    assert (str(e), e.n_events, e.threshold) == (f'{tmp_path}/e.csv: all 1 events score below the threshold 0.95', 1, 0.95)

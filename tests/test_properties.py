@@ -347,10 +347,11 @@ def score_matrix(draw):
 def test_events_from_scores_keeps_exactly_cells_at_or_above_threshold(x, data):
     s, gold = x
     n, k = s.shape
-    # thresholds representable in the scores' dtype (a cell's own value, 0, 1 or any float), so
-    # that ">=" in that dtype and ">=" on the exact values agree
-    t = data.draw(st.one_of(st.sampled_from(sorted({float(v) for v in s.ravel()} | {0.0, 1.0})),
-                            st.floats(0, 1).map(lambda v: float(s.dtype.type(v)))), label='threshold')
+    # thresholds representable in the scores' dtype (a cell's own value, 0 or any float below 1: a threshold lies in
+    # [0, 1), issue 25), so that ">=" in that dtype and ">=" on the exact values agree
+    t = data.draw(st.one_of(st.sampled_from(sorted({float(v) for v in s.ravel() if v < 1} | {0.0})),
+                            st.floats(0, 1, exclude_max=True).map(lambda v: float(s.dtype.type(v)))
+                            .filter(lambda v: v < 1)), label='threshold')
     ev = events_from_scores(s, gold, threshold=t)
     expect = [(i, j, float(s[i, j]), int(j == gold[i])) for i in range(n) for j in range(k) if float(s[i, j]) >= t]
     got = list(zip(ev['item'].tolist(), ev['label'].tolist(), ev['conf'].astype(float).tolist(), ev['correct'].tolist()))
