@@ -158,11 +158,10 @@ def _plugin(kind: str, name, params):
     if name is None:
         if params: raise CLIError(EX_USAGE, f'--{kind}-param needs --{kind}')
         return None
-    from calibkit.plugins import extractor, grouper, guard, recalibrator, registry
-    make = dict(extractor=extractor, grouper=grouper, recalibrator=recalibrator)[kind]
+    from calibkit.plugins import guard, make, registry   # lazy: the registry loads the installed plugins
     if name not in registry()[kind]:
-        with failing_as(EX_USAGE): make(name)          # raises the registry's "unknown ...; known ..." line
-    with failing_as(EX_DATAERR): return guard(kind, make(name, **dict(params or [])))
+        with failing_as(EX_USAGE): make(kind, name)    # raises the registry's "unknown ...; known ..." line
+    with failing_as(EX_DATAERR): return guard(kind, make(kind, name, dict(params or [])))
 
 def _check_flags(args) -> None:
     "Usage errors (2) for flags that configure nothing: plugin parameters, counts or groups without their plugin."
@@ -194,7 +193,7 @@ def _out(args):
     "The claim on the report's output folder (`calibkit.outdir.claim`), or a null context with --json and no --out."
     if args.json and not args.out: return contextlib.nullcontext()
     from calibkit.inputs import input_name    # lazy, as calibkit.report: pandas
-    from calibkit.report import REPORT_FILES
+    from calibkit.render import REPORT_FILES
     out = Path(args.out) if args.out else Path.cwd()/f'{input_name(args.input)}-calibration'
     return claim(out, REPORT_FILES, force=args.force, inputs=[args.input, args.fit, args.counts])
 
@@ -245,7 +244,8 @@ def cmd_report(args,  # the parsed flags of `calibkit report`
     with dask_cluster(getattr(args, 'dask', None)): return _report(args)   # --dask: the cluster lives for the run
 
 def _report(args) -> int:
-    from calibkit.report import calibration_report   # lazy: numpy, pandas, Altair
+    import calibkit.render as render                 # lazy: numpy, pandas, Altair
+    from calibkit.report import calibration_report
     _check_flags(args)
     xt = _plugin('extractor', args.extractor, args.extractor_param)
     grouper = _plugin('grouper', args.grouper, args.grouper_param)
@@ -268,7 +268,7 @@ def _report(args) -> int:
                                                grouper_params=dict(args.grouper_param or []) or None))
         steps.update()
         if out is not None:
-            try: out.commit(rep.write_files)
+            try: out.commit(lambda folder: render.write_report_files(rep, folder))
             except OSError as e: raise CLIError(EX_CANTCREAT, f'{out.path}: {first_line(e)}') from None
     steps.update(); steps.close()
     print(rep.to_json() if args.json else out.path/'report.html', end='' if args.json else '\n', flush=True)

@@ -343,9 +343,6 @@ class Report:
     def save(self, out, *, force: bool = False, inputs=()) -> list[Path]:
         "Deprecated: `calibkit.render.save_report(report, out, force=..., inputs=...)`."
         return _render('save_report', instead='Report.save(...)')(self, out, force=force, inputs=inputs)
-    def write_files(self, folder: Path):
-        "`calibkit.render.write_report_files(report, folder)`, kept for callers not yet moved to `calibkit.render`."
-        return _render('write_report_files')(self, folder)
 
 def _render(name: str, instead: str | None = None):
     "`calibkit.render`'s `name`; a DeprecationWarning naming it when it is reached through the old method `instead`."
@@ -711,13 +708,6 @@ def report_charts(r: Report,  # a calibration report
                                          if len(keys) > len(shown) else '')
         charts[f'groups_{stage}'] = reliability_grid(panels, title=head)
     return charts
-
-# %% ../nbs/60_report.ipynb #c91dcd2f
-def __getattr__(name: str):
-    """`REPORT_FILES` now lives in `calibkit.render`; it is reached here too, for callers not yet moved to render
-    (the command line's output folder, until it imports render)."""
-    if name == 'REPORT_FILES': return _render(name)
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 # %% ../nbs/60_report.ipynb #9aa1e9e1
 from .config import public_dir

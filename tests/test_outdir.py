@@ -5,10 +5,11 @@ import hashlib, json, os, random, subprocess, sys, threading, time
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
 import calibkit.outdir as outdir
+import calibkit.render as render
 from calibkit.cli import EX_CANTCREAT, main
 from calibkit.outdir import MARKER, OutputError, claim, mismatch
 from calibkit.render import REPORT_FILES, report_html, save_report
-from calibkit.report import Report, calibration_report
+from calibkit.report import calibration_report
 
 sys.path.insert(0, str(Path(__file__).parent))
 from clidata import EXE, calibkit  # noqa: E402
@@ -57,11 +58,11 @@ def run(data, out, *flags, capsys):
 
 def during_run(monkeypatch, action):
     "Make `action()` happen in the middle of every run: after the claim, while the new report is being written."
-    write = Report.write_files
-    def slow(self, folder):
+    write = render.write_report_files
+    def slow(r, folder):
         action()
-        write(self, folder)
-    monkeypatch.setattr(Report, 'write_files', slow)
+        write(r, folder)
+    monkeypatch.setattr(render, 'write_report_files', slow)
 
 
 def refused(code, err, why):

@@ -45,16 +45,12 @@ def test_to_html_is_a_deprecated_report_html(rep):
     assert page == report_html(rep) and page.startswith('<!doctype html>') and page.count('<svg') >= 6
 
 
-def test_write_report_files_and_the_kept_report_names_for_old_callers(rep, tmp_path):
-    (tmp_path/'a').mkdir(); (tmp_path/'b').mkdir()
+def test_write_report_files_writes_every_report_file(rep, tmp_path):
+    (tmp_path/'a').mkdir()
     write_report_files(rep, tmp_path/'a')
-    with warnings.catch_warnings():
-        warnings.simplefilter('error')                  # no warning: the command line still calls them
-        rep.write_files(tmp_path/'b')
-        from calibkit.report import REPORT_FILES as old_names
-    assert old_names is REPORT_FILES
-    assert folder_bytes(tmp_path/'a') == folder_bytes(tmp_path/'b')
     assert {p.name for p in (tmp_path/'a').iterdir()} == REPORT_FILES        # grouped and recalibrated: every file
+    save_report(rep, tmp_path/'b')                      # the same bytes, in a claimed folder (with its manifest)
+    assert {k: v for k, v in folder_bytes(tmp_path/'b').items() if k in REPORT_FILES} == folder_bytes(tmp_path/'a')
 
 
 def test_render_refuses_what_is_not_a_report(rep, tmp_path):
