@@ -202,3 +202,25 @@ def test_a_check_puts_back_the_files_the_notebooks_rewrote(tmp_path):
     assert nbcheck.restore(before) == [tmp_path/'a'/'x.csv', tmp_path/'y.svg']
     assert nbcheck.contents(tmp_path) == {**before, tmp_path/'new.txt': b'new'}
     assert nbcheck.restore(before) == []
+
+
+def test_a_kernel_that_dies_starting_is_started_again_once(tmp_path, monkeypatch):
+    "A kernel that dies before answering (a port race between parallel starts) is no notebook's fault: one retry."
+    p = tmp_path/'x.ipynb'
+    p.write_text(json.dumps(nb(('1', out('1')))))
+    tries = []
+    def failing(*messages):                              # `_run` raising these, in turn, then returning 'ok'
+        def run(*args):
+            tries.append(args[0])
+            if len(tries) <= len(messages): raise RuntimeError(messages[len(tries) - 1])
+            return 'ok'
+        tries.clear()
+        return run
+    monkeypatch.setattr(nbcheck, '_run', failing(nbcheck.KERNEL_DIED))
+    assert nbcheck.execute(p) == 'ok' and tries == [p, p]
+    monkeypatch.setattr(nbcheck, '_run', failing('x.ipynb: cell 0 failed'))
+    with pytest.raises(RuntimeError, match='cell 0 failed'): nbcheck.execute(p)
+    assert tries == [p]                                  # a notebook's own failure is never retried
+    monkeypatch.setattr(nbcheck, '_run', failing(nbcheck.KERNEL_DIED, nbcheck.KERNEL_DIED))
+    with pytest.raises(RuntimeError, match=nbcheck.KERNEL_DIED): nbcheck.execute(p)   # twice: the error stands
+    assert len(tries) == 2

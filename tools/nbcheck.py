@@ -97,14 +97,29 @@ def execute(path, env=None) -> str:
     """Execute the notebook at `path` (cwd nbs/, environment `env`, default this process's, with installed plugins
     not loaded) and return its canonical text with normalised outputs. Raises RuntimeError naming the cell that failed."""
     import nbformat
+    path = Path(path)
+    for attempt in range(KERNEL_STARTS):
+        nb = nbformat.read(path, as_version=4)
+        try: return _run(path, nb, env)
+        except RuntimeError as e:                      # a kernel that died starting (a port race between parallel
+            if KERNEL_DIED not in str(e) or attempt == KERNEL_STARTS - 1: raise   # starts): started again, once
+    raise AssertionError('unreachable')
+
+
+KERNEL_STARTS = 2   # tries to start a notebook's kernel
+KERNEL_DIED = 'Kernel died before replying to kernel_info'   # nbclient's message for a kernel that died starting
+
+
+def _run(path: Path, nb, env) -> str:
+    "Execute `nb` (read from `path`) in a new kernel; its canonical text."
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
-    path = Path(path)
-    nb = nbformat.read(path, as_version=4)
+    import nbformat
     client = NotebookClient(nb, timeout=NB_CELL_TIMEOUT, kernel_name='python3', record_timing=False,
                             resources={'metadata': {'path': str(NBS)}})
     # the kernel's own stderr (its start-up warnings) stays off the console; cell errors still reach the outputs
-    with client.setup_kernel(env={**(os.environ if env is None else env), 'IN_TEST': '1'}, cwd=str(NBS), stderr=subprocess.DEVNULL):
+    env = {**(os.environ if env is None else env), 'IN_TEST': '1'}
+    with client.setup_kernel(env=env, cwd=str(NBS), stderr=subprocess.DEVNULL):
         for i, cell in enumerate(nb.cells):
             if cell.cell_type != 'code': continue
             if directives(cell).get('eval', '').lower() == 'false':
