@@ -606,7 +606,7 @@ def dataset_files(
 def _read_one(spec, threshold, extractor):
     "One input: several files read in memory (and thresholded when asked), or one file through `load_input`."
     if not is_many(spec): return load_input(spec, threshold, extractor=extractor)
-    ev = read_event_files(dataset_files(spec))
+    ev = read_event_files(event_files(spec))          # which checks the files' columns: once
     return ev if threshold is None else threshold_events(ev, threshold, spec)
 
 def read_inputs(
