@@ -85,11 +85,12 @@ def normalise_outputs(outputs):
 def canonical(nb: dict) -> str:
     "The notebook's text exactly as `nbdev-clean` writes it (outputs kept, no execution counts or metadata)."
     from fastcore.nbio import nb2str
-    from nbdev.clean import _nbdev_clean
-    cwd = os.getcwd()
-    os.chdir(ROOT)        # nbdev reads its configuration ([tool.nbdev]) from the project
-    try: _nbdev_clean(nb)
-    finally: os.chdir(cwd)
+    from nbdev.clean import clean_nb
+    from nbdev.config import get_config
+    cfg = get_config(path=ROOT)           # the project's [tool.nbdev], whatever the working directory
+    keys = lambda k: cfg.get(k) or []
+    clean_nb(nb, cfg.clear_all, keys('allowed_metadata_keys'), keys('allowed_cell_metadata_keys'), cfg.clean_ids,
+             keys('allowed_out_metadata_keys'))
     return nb2str(nb)
 
 
