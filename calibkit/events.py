@@ -334,6 +334,7 @@ def events_from_scores(
     df.attrs.update(n_cells=n * k, n_dropped=n * k - len(df), threshold=threshold)
     return df
 
+# %% ../nbs/01_events.ipynb #ef8839a4
 def top_label_events(
     scores,  # n×K score matrix (probabilities; a frame's columns are the labels)
     gold,  # the gold label of each row: column ids, or names with `labels`

@@ -105,18 +105,6 @@ def _stdout_to_stderr():
             sys.stderr.flush(); os.dup2(saved, 1); os.close(saved)
 
 # %% ../nbs/10_plugins.ipynb #5716963a
-def _load_defaults() -> None:
-    for mod in DEFAULT_PLUGINS:
-        if pm.has_plugin(mod): continue
-        try: module = importlib.import_module(mod)
-        except Exception as e:
-            raise ImportError(f'calibkit built-in plugin module {mod!r} (listed in calibkit.plugins.DEFAULT_PLUGINS) '
-                              f'failed to import: {type(e).__name__}: {e}') from e
-        pm.register(module, name=mod)
-        _state.distribution[mod] = 'calibkit'
-    pm.check_pending()
-    _state.defaults = True
-
 def load_entry_points() -> list[str]:
     """Register the installed plugins (entry-point group `calibkit`) not blocked by `$CALIBKIT_DISABLE_PLUGINS`;
     returns their names."""
@@ -138,6 +126,19 @@ def load_entry_points() -> list[str]:
         loaded.append(ep.name)
     _state.entry_points = True
     return loaded
+
+# %% ../nbs/10_plugins.ipynb #adb8cebf
+def _load_defaults() -> None:
+    for mod in DEFAULT_PLUGINS:
+        if pm.has_plugin(mod): continue
+        try: module = importlib.import_module(mod)
+        except Exception as e:
+            raise ImportError(f'calibkit built-in plugin module {mod!r} (listed in calibkit.plugins.DEFAULT_PLUGINS) '
+                              f'failed to import: {type(e).__name__}: {e}') from e
+        pm.register(module, name=mod)
+        _state.distribution[mod] = 'calibkit'
+    pm.check_pending()
+    _state.defaults = True
 
 def load_plugins() -> None:
     "Register the built-in plugins and, once, the installed ones (not under tests: see `in_test`)."
