@@ -181,6 +181,18 @@ def _equal_mass_block(part, edges: list, groups, moments: bool):
 def _combine(ops, *results):
     return tuple(op.reduce(np.stack(r), axis=0) for op, r in zip(ops, zip(*results)))
 
+def _tree(tasks: list, ops: tuple, fan_in: int = 16):
+    "Compute per-partition results and combine them up a tree of tasks (`ops`: one ufunc per result field)."
+    while len(tasks) > 1:
+        tasks = [dask.delayed(partial(_combine, ops))(*tasks[i:i + fan_in]) for i in range(0, len(tasks), fan_in)]
+    return compute(tasks[0])[0]
+
+def _bin_stats(sums, lo, hi) -> BinStats:
+    "`BinStats` from the summed rows n, Σq, Σy[, Σq², Σqy] and the bins' `lo`, `hi`."
+    moments = dict(sum_conf2=sums[3], sum_conf_correct=sums[4]) if len(sums) == 5 else {}
+    return BinStats(n=sums[0].astype(np.int64), sum_conf=sums[1], sum_correct=sums[2], lo=lo, hi=hi, **moments)
+
+# %% ../nbs/70_dask.ipynb #872c9f7d
 class _Progress(Callback):
     "A dask callback that advances a `calibkit.config.progress` bar by one per finished task."
     def __init__(self, desc: str): super().__init__(); self.desc = desc
@@ -194,17 +206,6 @@ def compute(
 ):
     "`dask.compute(*tasks)` with a progress bar (tqdm via `calibkit.config.progress`; silent under `CALIBKIT_QUIET`)."
     with _Progress(desc): return dask.compute(*tasks)
-
-def _tree(tasks: list, ops: tuple, fan_in: int = 16):
-    "Compute per-partition results and combine them up a tree of tasks (`ops`: one ufunc per result field)."
-    while len(tasks) > 1:
-        tasks = [dask.delayed(partial(_combine, ops))(*tasks[i:i + fan_in]) for i in range(0, len(tasks), fan_in)]
-    return compute(tasks[0])[0]
-
-def _bin_stats(sums, lo, hi) -> BinStats:
-    "`BinStats` from the summed rows n, Σq, Σy[, Σq², Σqy] and the bins' `lo`, `hi`."
-    moments = dict(sum_conf2=sums[3], sum_conf_correct=sums[4]) if len(sums) == 5 else {}
-    return BinStats(n=sums[0].astype(np.int64), sum_conf=sums[1], sum_correct=sums[2], lo=lo, hi=hi, **moments)
 
 # %% ../nbs/70_dask.ipynb #28fa6f41
 def _equal_mass(parts, spec, groups=None, moments=False, sketch=None) -> list[BinStats | None]:

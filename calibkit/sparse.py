@@ -20,9 +20,9 @@ from .plugins import make
 from .recalibrators import Grouped, group_slices
 
 # %% auto #0
-__all__ = ['RECALIBRATORS', 'GREEN', 'RED', 'TAGSETS', 'EWT_FILES', 'PARTS', 'recalibrate', 'group_summary', 'sparse_study',
+__all__ = ['RECALIBRATORS', 'GREEN', 'RED', 'EWT_FILES', 'PARTS', 'TAGSETS', 'recalibrate', 'group_summary', 'sparse_study',
            'sparse_study_from_scores', 'table1', 'group_table', 'paper_findings', 'arrow_chart', 'fold_ids',
-           'NGroupsChoice', 'choose_n_groups', 'ewt_tags', 'ewt_split', 'EWTEvents', 'ewt_study_events']
+           'NGroupsChoice', 'choose_n_groups', 'ewt_split', 'ewt_tags', 'EWTEvents', 'ewt_study_events']
 
 # %% ../nbs/42_sparse_study.ipynb #79a6e017
 _UNSEEN = r'.*distinct tags unseen in training'      # the grouper's per-call warning, replaced by one summary
@@ -125,6 +125,7 @@ def group_summary(
                          'share': t.share, 'min_freq': t.min_freq, 'max_freq': t.max_freq,
                          'dev_events': ev(dev), 'test_events': ev(test), 'tags': t.tags})
 
+# %% ../nbs/42_sparse_study.ipynb #ss000001
 def _check_unseen(counts: pd.Series, dev, test, last: int) -> None:
     "One warning counting the events whose tag training never saw; an error if no event's tag was seen."
     known = counts.index[counts.to_numpy(float) > 0]
@@ -259,6 +260,7 @@ def table1(
     for k, vals in bottom.items(): rows[k] = {head(s): str(v) for s, v in zip(scopes, vals)}
     return pd.DataFrame.from_dict(rows, orient='index').fillna('').rename_axis('recalibration')
 
+# %% ../nbs/42_sparse_study.ipynb #gt000001
 def group_table(
     results: pd.DataFrame,  # `sparse_study`'s frame
     digits: int = 4,  # decimals of the errors (Δ% to one)
@@ -428,19 +430,8 @@ def choose_n_groups(
     return NGroupsChoice(t, chosen)
 
 # %% ../nbs/42_sparse_study.ipynb #ebcb86f5
-TAGSETS = {'xpos+deprel': ('xpos', '+', 'deprel'), 'upos|feats': ('upos', '|', 'feats')}
 EWT_FILES = ('en_ewt-ud-dev.conllu', 'en_ewt-ud-test.conllu')
 PARTS = ('train', 'train', 'train', 'recal', 'eval')      # document j goes to PARTS[j % 5]
-
-def ewt_tags(
-    words: pd.DataFrame,  # `calibkit.datasets.ud.words_frame` of the sentences
-    tagset: str = 'xpos+deprel',  # a key of `TAGSETS`
-) -> pd.Series:  # each word's tag, named 'tag'
-    """The tag of every word of a `calibkit.datasets.ud.words_frame` in `tagset` (a key of `TAGSETS`); `_` parts are
-    left out."""
-    if tagset not in TAGSETS: raise ValueError(f'tagset must be one of {list(TAGSETS)}, got {tagset!r}')
-    a, sep, b = TAGSETS[tagset]
-    return (words[a] + np.where(words[b] == '_', '', sep + words[b])).rename('tag')
 
 def ewt_split(
     sentences,  # CoNLL-U sentences in file order (`calibkit.datasets.ud.read_conllu`)
@@ -452,6 +443,20 @@ def ewt_split(
         raise ValueError(f'sentences: {int(docs.isna().sum())} have neither a document nor a sentence id')
     return np.array(PARTS, dtype=object)[pd.factorize(docs)[0] % len(PARTS)]
 
+# %% ../nbs/42_sparse_study.ipynb #ew000006
+TAGSETS = {'xpos+deprel': ('xpos', '+', 'deprel'), 'upos|feats': ('upos', '|', 'feats')}
+
+def ewt_tags(
+    words: pd.DataFrame,  # `calibkit.datasets.ud.words_frame` of the sentences
+    tagset: str = 'xpos+deprel',  # a key of `TAGSETS`
+) -> pd.Series:  # each word's tag, named 'tag'
+    """The tag of every word of a `calibkit.datasets.ud.words_frame` in `tagset` (a key of `TAGSETS`); `_` parts are
+    left out."""
+    if tagset not in TAGSETS: raise ValueError(f'tagset must be one of {list(TAGSETS)}, got {tagset!r}')
+    a, sep, b = TAGSETS[tagset]
+    return (words[a] + np.where(words[b] == '_', '', sep + words[b])).rename('tag')
+
+# %% ../nbs/42_sparse_study.ipynb #ew000011
 class EWTEvents(NamedTuple):
     """What `sparse_study` takes: recal-part events, eval-part events (attrs: accuracy, tokens, ...) and training tag
     counts."""
