@@ -12,10 +12,10 @@ _all_ = ['BINNINGS', 'FORMATS', 'first_line']   # calibkit.config's, the one def
 
 # %% auto #0
 __all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_SOFTWARE', 'EX_CANTCREAT', 'EXIT_CODES', 'PARAM_FLAGS',
-           'MAX_SAMPLES', 'CONFORMAL_NEEDS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'CLIError', 'failing_as', 'output_error',
-           'flag_words', 'int_flag', 'float_flag', 'threshold_flag', 'param_flag', 'input_error', 'dask_cluster',
-           'cmd_report', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser', 'parser', 'main', 'BINNINGS',
-           'FORMATS', 'first_line']
+           'MAX_SAMPLES', 'CONFORMAL_NEEDS', 'PLAN_WORDS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'CLIError', 'failing_as',
+           'output_error', 'flag_words', 'int_flag', 'float_flag', 'threshold_flag', 'param_flag', 'input_error',
+           'dask_cluster', 'cmd_report', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser', 'parser',
+           'main', 'BINNINGS', 'FORMATS', 'first_line']
 
 # %% ../nbs/62_cli.ipynb #52c6fcf9
 EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_SOFTWARE, EX_CANTCREAT = 2, 65, 66, 69, 70, 73
@@ -120,13 +120,21 @@ def param_flag(text: str,  # the flag's value, K=V
 # %% ../nbs/62_cli.ipynb #cl62c020
 CONFORMAL_NEEDS = ('--conformal needs score matrices (INPUT and --fit as .npz with scores and gold, or raw outputs '
                    'through a tagger extractor: softmax, crf_marginals)')
+PLAN_WORDS = {'stdin_files': 'a folder, a glob or --dask reads files, not standard input',    # `PlanError.reason`
+              'extractor_files': '--extractor reads one raw output file: not with a folder, a glob or --dask',
+              'threshold_dask': '--threshold applies to events read in memory, not with --dask',
+              'stdin_format': 'reading standard input (-) needs --format csv, jsonl or parquet',
+              'stdin_scores': '--conformal needs score matrices; standard input (-) holds events',
+              'labels': '--fit and INPUT score different labels {detail}'}
 
 def input_error(e: Exception,  # an error of `calibkit.inputs` (an `InputError`)
                 ) -> CLIError:  # its one line and exit status
-    "The CLI's one line for an input `calibkit.inputs` refused: missing 66, not a score matrix 2, else 65."
-    from calibkit.inputs import NoInputError, ScoresNeededError, ThresholdError, show_path   # loaded: `e` is its own
+    "The CLI's line for an input `calibkit.inputs` refused: missing 66; no score matrix, most `PlanError`s 2; else 65."
+    from calibkit.inputs import NoInputError, PlanError, ScoresNeededError, ThresholdError, show_path   # `e`'s module
     if isinstance(e, NoInputError): return CLIError(EX_NOINPUT, first_line(e))
     if isinstance(e, ScoresNeededError): return CLIError(EX_USAGE, f'{CONFORMAL_NEEDS}; {e.detail}')
+    if isinstance(e, PlanError):
+        return CLIError(EX_DATAERR if e.reason == 'labels' else EX_USAGE, PLAN_WORDS[e.reason].format(detail=e.detail))
     if isinstance(e, ThresholdError):
         return CLIError(EX_DATAERR, f'{show_path(e.source)}: all {e.n_events} events score below --threshold '
                                     f'{e.threshold}')
@@ -168,6 +176,8 @@ def _check_flags(args) -> None:
     if args.format and args.input != '-': raise CLIError(EX_USAGE, '--format applies to standard input (-) only')
     if args.binning == 'adaptive' and (args.n_bins or args.bin_size):
         raise CLIError(EX_USAGE, '--binning adaptive chooses its own bins: --n-bins/--bin-size do not apply')
+    if args.binning == 'adaptive' and getattr(args, 'dask', None) is not None:
+        raise CLIError(EX_USAGE, '--binning adaptive searches the sorted events in memory: not with --dask')
     if args.param and args.recalibrator in (None, 'none'):
         raise CLIError(EX_USAGE, '--param needs --recalibrator (not none)')
     if args.grouper is None:
@@ -184,78 +194,43 @@ def _check_flags(args) -> None:
         raise CLIError(EX_USAGE, f'--recalibrator {args.recalibrator} needs fit events (--fit): recalibrators are '
                                  'fitted on held-out data, never on the events they are judged on')
 
-def _check_inputs(args) -> None:
-    "Exit 66 for an input, --fit or --counts file that is missing or not a regular file (before the output folder)."
-    from calibkit.inputs import check_inputs   # lazy: pandas (`calibkit --version` loads neither numpy nor pandas)
-    check_inputs(args.input, args.fit, args.counts)
-
-def _out(args):
+def _out(args, inp):
     "The claim on the report's output folder (`calibkit.outdir.claim`), or a null context with --json and no --out."
     if args.json and not args.out: return contextlib.nullcontext()
-    from calibkit.inputs import input_name    # lazy, as calibkit.report: pandas
-    from calibkit.render import REPORT_FILES
-    out = Path(args.out) if args.out else Path.cwd()/f'{input_name(args.input)}-calibration'
-    return claim(out, REPORT_FILES, force=args.force, inputs=[args.input, args.fit, args.counts])
-
-# %% ../nbs/62_cli.ipynb #23cd96c0
-def _check_files(args) -> None:
-    "Several files or --dask: usage errors (2), no files (66), mixed types or columns (65), before a cluster starts."
-    from calibkit.inputs import dataset_files, is_many   # lazy: pandas
-    dask_ = getattr(args, 'dask', None)
-    if dask_ is None and not is_many(args.input) and not (args.fit and is_many(args.fit)): return
-    if args.input == '-': raise CLIError(EX_USAGE, 'a folder, a glob or --dask reads files, not standard input')
-    if args.extractor:
-        raise CLIError(EX_USAGE, '--extractor reads one raw output file: not with a folder, a glob or --dask')
-    if dask_ is not None and args.threshold is not None:
-        raise CLIError(EX_USAGE, '--threshold applies to events read in memory, not with --dask')
-    if dask_ is not None and args.binning == 'adaptive':
-        raise CLIError(EX_USAGE, '--binning adaptive searches the sorted events in memory: not with --dask')
-    for spec in (args.input, args.fit):
-        if spec is not None and (dask_ is not None or is_many(spec)): dataset_files(spec)
-
-def _read_all(args, xt):
-    "The events, fit events and counts: `calibkit.inputs.read_inputs`; with --dask, its file lists read by dask."
-    from calibkit.inputs import event_files, read_counts, read_inputs   # lazy: pandas
-    if getattr(args, 'dask', None) is not None:                        # the files were checked (`_check_files`)
-        import calibkit.dask as cd   # lazy: dask, an extra, only with --dask
-        read = lambda spec: None if spec is None else cd.read_events(event_files(spec))
-        return read(args.input), read(args.fit), read_counts(args.counts) if args.counts else None
-    if args.input == '-' and args.format is None:
-        raise CLIError(EX_USAGE, 'reading standard input (-) needs --format csv, jsonl or parquet')
-    return read_inputs(args.input, args.fit, args.counts, threshold=args.threshold, extractor=xt, fmt=args.format)
+    from calibkit.render import REPORT_FILES   # lazy: numpy, pandas, Altair
+    out = Path(args.out) if args.out else Path.cwd()/f'{inp.name}-calibration'
+    return claim(out, REPORT_FILES, force=args.force, inputs=inp.paths)
 
 # %% ../nbs/62_cli.ipynb #93f8a911
-def _conformal(args, xt):
-    "`calibration_report`'s conformal arguments from --conformal (None without it): the --fit and INPUT score matrices."
+def _conformal(args, inp):
+    "`calibration_report`'s conformal arguments from --conformal (None without it): the plan's score matrices."
     if args.conformal is None: return None
-    if args.input == '-': raise CLIError(EX_USAGE, '--conformal needs score matrices; standard input (-) holds events')
-    from calibkit.inputs import load_scores   # lazy: pandas
-    (pf, gf, lf), (pe, ge, le) = (load_scores(p, extractor=xt) for p in (args.fit, args.input))
-    if lf != le or pf.shape[1] != pe.shape[1]:
-        raise CLIError(EX_DATAERR, f'--fit and INPUT score different labels ({pf.shape[1]} and {pe.shape[1]} columns'
-                                   + (')' if lf is None or le is None else f'; {lf[:3]}… and {le[:3]}…)'))
+    calibration, test, labels = inp.scores()
     method = args.conformal_method or 'lac'
-    return dict(alpha=args.conformal, calibration=(pf, gf), test=(pe, ge), labels=le, method=method.split('-')[0],
+    return dict(alpha=args.conformal, calibration=calibration, test=test, labels=labels, method=method.split('-')[0],
                 randomized=method == 'aps-randomized')
 
 def cmd_report(args,  # the parsed flags of `calibkit report`
                ) -> int:
-    _check_files(args)                                # several files, --dask: checked before a cluster starts
-    with dask_cluster(getattr(args, 'dask', None)): return _report(args)   # --dask: the cluster lives for the run
-
-def _report(args) -> int:
-    import calibkit.render as render                 # lazy: numpy, pandas, Altair
-    from calibkit.report import calibration_report
+    from calibkit.inputs import plan                 # lazy: numpy, pandas
     _check_flags(args)
     xt = _plugin('extractor', args.extractor, args.extractor_param)
     grouper = _plugin('grouper', args.grouper, args.grouper_param)
     recal = None if args.recalibrator in (None, 'none') else _plugin('recalibrator', args.recalibrator, args.param)
-    _check_inputs(args)
+    dask_ = getattr(args, 'dask', None)
+    inp = plan(args.input, args.fit, args.counts, fmt=args.format, threshold=args.threshold, extractor=xt,
+               dask=dask_ is not None, conformal=args.conformal is not None)   # every input checked: before a cluster
+    with dask_cluster(dask_): return _report(args, inp, grouper, recal)       # --dask: the cluster lives for the run
+
+def _report(args, inp, grouper, recal) -> int:
+    import calibkit.render as render                 # lazy: numpy, pandas, Altair
+    from calibkit.report import calibration_report
     steps = progress(total=3, desc='calibkit report', unit='step')
-    ev, fit, counts = _read_all(args, xt)
-    conformal = _conformal(args, xt)
+    if inp.dask: import calibkit.dask as cd          # lazy: dask, an extra, only with --dask
+    ev, fit, counts = inp.read(cd.read_events if inp.dask else None)
+    conformal = _conformal(args, inp)
     steps.update()
-    with _out(args) as out:                            # claimed until written: another run on it is refused (73)
+    with _out(args, inp) as out:                       # claimed until written: another run on it is refused (73)
         with failing_as(EX_DATAERR):                   # a plugin's failure is a PluginError: main exits 70 naming it
             rep = calibration_report(ev, fit=fit, counts=counts, grouper=grouper, n_groups=args.n_groups,
                                      recalibrator=recal, n_bins=args.n_bins, bin_size=args.bin_size,

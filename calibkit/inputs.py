@@ -7,17 +7,19 @@ from __future__ import annotations
 import contextlib, csv, io, json, re, stat, sys, tempfile, warnings, zipfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 import numpy as np, pandas as pd
 from .config import FORMATS, check_threshold, decode_utf8, first_line, require
-from .events import check_choice, check_probs, check_scores, events_from_scores
+from .events import check_bool, check_choice, check_probs, check_scores, events_from_scores
 from .extractors.seq2seq import read_calibration_metric_logits
 
 # %% auto #0
-__all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'SCORE_INPUTS', 'GLOB_CHARS', 'show_path', 'InputError', 'NoInputError',
-           'ThresholdError', 'ScoresNeededError', 'check_file', 'read_text', 'jsonl_records', 'read_events',
-           'record_lines', 'read_npz', 'read_scores', 'read_counts', 'event_files', 'file_columns', 'check_schemas',
-           'read_event_files', 'read_stdin', 'is_many', 'input_name', 'raw_output', 'threshold_events', 'load_input',
-           'load_scores', 'check_inputs', 'dataset_files', 'read_inputs', 'FORMATS']
+__all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'SCORE_INPUTS', 'GLOB_CHARS', 'PLAN_REASONS', 'show_path', 'InputError',
+           'NoInputError', 'ThresholdError', 'ScoresNeededError', 'check_file', 'read_text', 'jsonl_records',
+           'read_events', 'record_lines', 'read_npz', 'read_scores', 'read_counts', 'event_files', 'file_columns',
+           'check_schemas', 'read_event_files', 'read_stdin', 'is_many', 'input_name', 'raw_output', 'threshold_events',
+           'load_input', 'load_scores', 'check_inputs', 'dataset_files', 'PlanError', 'InputPlan', 'plan',
+           'read_inputs', 'FORMATS']
 
 # %% ../nbs/61_inputs.ipynb #in61c001
 EVENT_SUFFIXES = {'.csv': 'csv', '.tsv': 'csv', '.parquet': 'parquet', '.pq': 'parquet',
@@ -437,21 +439,25 @@ def check_schemas(files,  # events files (`event_files`)
     return cols
 
 # %% ../nbs/61_inputs.ipynb #48528273
-def read_event_files(files,  # events files (`event_files`): read in memory, one after the other
-                     ) -> pd.DataFrame:  # their events, concatenated, with a categorical `file` column
-    "Several files' events in one frame (each read by `read_events`), with each event's `file`, and `attrs['files']`."
-    files = [Path(p) for p in files]
-    check_schemas(files)
+def _concat_events(files: list) -> pd.DataFrame:
+    "The events of `files` (their columns already checked: `check_schemas`), concatenated, each with its `file`."
     frames = [read_events(p) for p in files]
     names = [str(p) for p in files]
     if len(set(names)) < len(names): raise InputError(f'{show_path(names[0])}: a file is listed twice')
     sizes = np.array([len(f) for f in frames])
     out = pd.concat([f.drop(columns='file', errors='ignore') for f in frames], ignore_index=True)
     if 'file' in frames[0].columns:
-        warnings.warn("the files' own column 'file' is replaced by each event's file name", stacklevel=2)
+        warnings.warn("the files' own column 'file' is replaced by each event's file name", stacklevel=3)
     out['file'] = pd.Categorical.from_codes(np.repeat(np.arange(len(files)), sizes), categories=names)
     out.attrs['files'] = [dict(file=n, events=int(k)) for n, k in zip(names, sizes)]
     return out
+
+def read_event_files(files,  # events files (`event_files`): read in memory, one after the other
+                     ) -> pd.DataFrame:  # their events, concatenated, with a categorical `file` column
+    "Several files' events in one frame (each read by `read_events`), with each event's `file`, and `attrs['files']`."
+    files = [Path(p) for p in files]
+    check_schemas(files)
+    return _concat_events(files)
 
 # %% ../nbs/61_inputs.ipynb #in61d002
 _all_ = ['FORMATS']   # calibkit.config.FORMATS, the one definition (numpy-free, as the CLI's start is)
@@ -554,6 +560,13 @@ def load_input(
     return ev if threshold is None else threshold_events(ev, threshold, path)
 
 # %% ../nbs/61_inputs.ipynb #in61d019
+def _scores_needed(path, extractor) -> None:
+    "A `ScoresNeededError` unless `path` may hold a score matrix: an `.npz`, or a raw output for a tagger extractor."
+    if extractor is None:
+        if Path(path).suffix.lower() != '.npz': raise ScoresNeededError(f'{show_path(path)} is not one')
+    elif not (callable(getattr(extractor, 'scores', None)) and extractor.reads):
+        raise ScoresNeededError(f'extractor {extractor.name!r} gives events, not score matrices')
+
 def load_scores(
     path,  # an .npz score matrix, or a raw output for `extractor`
     *,
@@ -561,16 +574,14 @@ def load_scores(
 ) -> tuple:  # (n×K probability rows, n gold label ids, the K label names or None)
     "The probability matrix, gold label ids and label names of an `.npz` score matrix or a tagger's raw output."
     path = check_file(path)
+    _scores_needed(path, extractor)
     if extractor is None:
-        if path.suffix.lower() != '.npz': raise ScoresNeededError(f'{show_path(path)} is not one')
         z = read_npz(path)
         missing = [k for k in ('scores', 'gold') if k not in z]
         if missing: raise InputError(f'{show_path(path)}: missing array(s) {missing}; found {sorted(z)}')
         s, gold = z['scores'], z['gold']
         labels = [str(v) for v in (z['labels'].tolist() if 'labels' in z else range(s.shape[1] if s.ndim == 2 else 0))]
     else:
-        if not (callable(getattr(extractor, 'scores', None)) and extractor.reads):
-            raise ScoresNeededError(f'extractor {extractor.name!r} gives events, not score matrices')
         out = raw_output(path)
         if not isinstance(out, Mapping): raise ScoresNeededError(f'{show_path(path)} holds records, not arrays')
         a = {k: v for k, v in extractor.arrays(out).items() if v is not None}
@@ -602,13 +613,129 @@ def dataset_files(
     check_schemas(files)
     return files
 
-# %% ../nbs/61_inputs.ipynb #in61d027
-def _read_one(spec, threshold, extractor):
-    "One input: several files read in memory (and thresholded when asked), or one file through `load_input`."
-    if not is_many(spec): return load_input(spec, threshold, extractor=extractor)
-    ev = read_event_files(event_files(spec))          # which checks the files' columns: once
-    return ev if threshold is None else threshold_events(ev, threshold, spec)
+# %% ../nbs/61_inputs.ipynb #in61p002
+PLAN_REASONS = ('stdin_files', 'extractor_files', 'threshold_dask', 'stdin_format', 'stdin_scores', 'labels')
 
+class PlanError(InputError):
+    "Inputs that do not go together: `reason` (one of `PLAN_REASONS`) says which, for a caller's own wording."
+    def __init__(self,
+                 reason: str,  # one of `PLAN_REASONS`
+                 message: str,  # the message, naming files and arguments
+                 detail: str = '',  # the particulars a caller words its own message with (`labels`: the columns)
+                 ):
+        super().__init__(message)
+        self.reason, self.detail = check_choice('reason', reason, PLAN_REASONS), detail
+
+# %% ../nbs/61_inputs.ipynb #in61p004
+def _renamed(e: Exception, old: str, new: str) -> Exception:
+    "`e` with the scratch path `old` named `new` in its message and text attributes; an `InputError` keeps its type."
+    if old not in str(e): return e
+    if not isinstance(e, InputError):
+        return (InputError if isinstance(e, ValueError) else TypeError)(str(e).replace(old, new))
+    out = type(e).__new__(type(e))                   # its class and attributes (`ThresholdError.source`...), renamed
+    out.args = tuple(a.replace(old, new) if isinstance(a, str) else a for a in e.args)
+    for k, v in vars(e).items(): setattr(out, k, type(v)(str(v).replace(old, new)) if isinstance(v, (str, Path)) else v)
+    return out
+
+class InputPlan(NamedTuple):
+    "A report's inputs, checked by `plan`: `read` reads them, `scores` loads the conformal score matrices."
+    events: object  # the events input as given: a file, a folder, a glob pattern, or '-' (standard input)
+    fit: object  # the held-out events to fit on, as given (None: none)
+    counts: object  # the training label counts file (None: none)
+    files: tuple | None  # the events files of `events` when it names several or with `dask` (None: one input)
+    fit_files: tuple | None  # the same for `fit`
+    fmt: str | None  # the format of standard input (None: `events` is not '-')
+    threshold: float | None  # keep events scoring at least this (None: as `load_input`; several files whole)
+    extractor: object  # the extractor instance run over a raw output (None: none)
+    dask: bool  # whether the files are handed to a reader out of core (`read(reader)`) instead of read in memory
+    conformal: bool  # whether `fit` and `events` were checked to hold score matrices (`scores`)
+    name: str  # the report's name after its input (`input_name`): its default folder is `<name>-calibration`
+    paths: tuple  # every path the run reads (files, and the folders named): an output must neither be nor hold one
+
+    def read(self,
+             reader=None,  # with `dask`: a function of a list of events files (`calibkit.dask.read_events`)
+             ) -> tuple:  # (events, fit events or None, counts or None)
+        """The events, the fit events and the counts: in memory (standard input copied to a scratch file, its
+        messages and errors naming `<stdin>`), or, for a plan made with `dask`, the files handed to `reader`."""
+        if self.dask != (reader is not None):
+            raise ValueError('reader reads the files of a plan made with dask=True, and such a plan needs a reader')
+        if reader is not None:
+            ev, fit = (None if f is None else reader(list(f)) for f in (self.files, self.fit_files))
+            return ev, fit, None if self.counts is None else read_counts(self.counts)
+        if str(self.events) != '-': return self._read(self.events)
+        with tempfile.TemporaryDirectory() as scratch:
+            src = str(read_stdin(self.fmt, Path(scratch)))
+            try: return self._read(src)
+            except (ValueError, TypeError) as e:          # messages name standard input, not its private copy
+                named = _renamed(e, src, '<stdin>')
+                if named is e: raise
+                raise named from e
+
+    def _read(self, events) -> tuple:
+        def one(spec, files):
+            if files is None: return load_input(spec, self.threshold, extractor=self.extractor)
+            ev = _concat_events(list(files))                   # their columns were checked by `plan`: once
+            return ev if self.threshold is None else threshold_events(ev, self.threshold, spec)
+        return (one(events, self.files), None if self.fit is None else one(self.fit, self.fit_files),
+                None if self.counts is None else read_counts(self.counts))
+
+    def scores(self) -> tuple:  # ((fit rows, fit gold ids), (events rows, events gold ids), the label names or None)
+        "The score matrices to calibrate on (`fit`) and to judge (`events`), by `load_scores`, checked to share labels."
+        if not self.conformal: raise ValueError('scores needs a plan made with conformal=True')
+        (pf, gf, lf), (pe, ge, le) = (load_scores(p, extractor=self.extractor) for p in (self.fit, self.events))
+        if lf != le or pf.shape[1] != pe.shape[1]:
+            detail = f'({pf.shape[1]} and {pe.shape[1]} columns' + (')' if lf is None or le is None
+                                                                     else f'; {lf[:3]}… and {le[:3]}…)')
+            raise PlanError('labels', f'{show_path(self.fit)} and {show_path(self.events)} score different labels '
+                                      f'{detail}', detail)
+        return (pf, gf), (pe, ge), le
+
+def plan(
+    events,  # one input (`load_input`), a folder or glob of events files (`event_files`), or '-' (standard input)
+    fit=None,  # held-out events to fit on, in the same forms but '-' (None: none)
+    counts=None,  # a training label counts file (`read_counts`; None: none)
+    *,
+    fmt: str | None = None,  # the format of standard input (`FORMATS`): needed, and only allowed, with events '-'
+    threshold: float | None = None,  # keep events scoring at least this (None: as `load_input`; many files whole)
+    extractor=None,  # an extractor instance run over raw outputs (single files)
+    dask: bool = False,  # hand the events files to a reader out of core (`InputPlan.read(reader)`)
+    conformal: bool = False,  # `fit` and `events` must hold score matrices too (`InputPlan.scores`)
+) -> InputPlan:  # the checked inputs, to read
+    "Every check of a report's inputs, in the order above, before a row is read: the `InputPlan` that reads them."
+    dask, conformal = check_bool('dask', dask), check_bool('conformal', conformal)
+    if threshold is not None: threshold = check_threshold(threshold)
+    stdin = str(events) == '-'
+    if fmt is not None:
+        check_choice('fmt', fmt, tuple(FORMATS))
+        if not stdin: raise ValueError(f"fmt is the format of standard input: events must be '-', got {events!r}")
+    if conformal and fit is None: raise ValueError('conformal needs fit: the score matrices to calibrate on')
+    many_ev, many_fit = not stdin and (dask or is_many(events)), fit is not None and (dask or is_many(fit))
+    if stdin and (dask or many_fit):
+        raise PlanError('stdin_files', "standard input ('-') is read in memory: not with dask=True, nor with a fit of "
+                                       'several files')
+    if extractor is not None and (many_ev or many_fit):
+        raise PlanError('extractor_files', 'an extractor reads one raw output file: not a folder, a glob or dask=True')
+    if dask and threshold is not None:
+        raise PlanError('threshold_dask', 'threshold applies to events read in memory, not with dask=True')
+    if stdin and fmt is None: raise PlanError('stdin_format', f"standard input ('-') needs fmt: one of {list(FORMATS)}")
+    if stdin and conformal:
+        raise PlanError('stdin_scores', "conformal needs score matrices; standard input ('-') holds events")
+    def listed(spec, many):
+        if many: return tuple(dataset_files(spec))
+        if str(spec) != '-': check_file(spec)
+    files = listed(events, many_ev)
+    fit_files = None if fit is None else listed(fit, many_fit)
+    if counts is not None: check_file(counts)
+    for spec, many in ((fit, many_fit), (events, many_ev)) if conformal else ():
+        if many: raise ScoresNeededError(f'{show_path(spec)} names several events files')
+        _scores_needed(spec, extractor)
+    reads = lambda spec, fs: ([] if spec is None or str(spec) == '-' else
+                              [*(fs or ()), *([Path(spec)] if fs is None or Path(spec).is_dir() else [])])
+    paths = (*reads(events, files), *reads(fit, fit_files), *reads(counts, None))
+    return InputPlan(events, fit, counts, files, fit_files, fmt, threshold, extractor, dask, conformal,
+                     input_name(events), tuple(paths))
+
+# %% ../nbs/61_inputs.ipynb #in61d027
 def read_inputs(
     events,  # one input (`load_input`), a folder or glob of events files (`event_files`), or '-' (standard input)
     fit=None,  # held-out events to fit on, in the same forms but '-' (None: none)
@@ -618,22 +745,8 @@ def read_inputs(
     extractor=None,  # an extractor instance run over raw outputs (single files)
     fmt: str | None = None,  # the format of standard input (`FORMATS`), when `events` is '-'
 ) -> tuple:  # (events, fit events or None, counts or None)
-    "What a report reads, in one call: its events, the events to fit on, and training counts; stdin named `<stdin>`."
-    if threshold is not None: threshold = check_threshold(threshold)
-    def read(src):
-        ev = _read_one(src, threshold, extractor)
-        fit_ev = None if fit is None else _read_one(fit, threshold, extractor)
-        return ev, fit_ev, None if counts is None else read_counts(counts)
-    if events != '-': return read(events)
-    with tempfile.TemporaryDirectory() as scratch:
-        src = str(read_stdin(fmt, Path(scratch)))
-        try: return read(src)
-        except (ValueError, TypeError) as e:          # messages name standard input, not its private copy
-            msg = str(e).replace(src, '<stdin>')
-            if msg == str(e): raise
-            kind = type(e) if type(e) in (InputError, NoInputError) else InputError if isinstance(e, ValueError) \
-                else TypeError
-            raise kind(msg) from e
+    "What a report reads, in one call (`plan`, then `InputPlan.read`): its events, the events to fit on, the counts."
+    return plan(events, fit, counts, fmt=fmt, threshold=threshold, extractor=extractor).read()
 
 # %% ../nbs/61_inputs.ipynb #0d5f7b1e
 from .config import public_dir
