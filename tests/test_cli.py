@@ -5,7 +5,7 @@ import numpy as np, pandas as pd, pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import browser  # noqa: E402
-from clidata import EXE, calibkit, write_events  # noqa: E402
+from clidata import EXE, calibkit, calibkit_here, write_events  # noqa: E402
 
 
 @pytest.fixture(scope='module')
@@ -67,7 +67,9 @@ def test_default_out_is_named_after_input_and_never_the_input(data, tmp_path):
     assert r.returncode == 73 and 'would replace or contain the input' in r.stderr and (data/'test.csv').exists()
 
 
-def test_existing_out_refused_unless_force_and_input_untouched(data, tmp_path):
+def test_existing_out_refused_unless_force_and_input_untouched(data, tmp_path, capsys):
+    "(In this process, `calibkit_here`: the refusal and the folders are the point, not the process.)"
+    calibkit = lambda *args: calibkit_here(capsys, *args)
     before = hashlib.sha256((data/'test.csv').read_bytes()).hexdigest()
     assert calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--n-samples', 20).returncode == 0
     r = calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--n-samples', 20)

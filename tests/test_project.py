@@ -37,14 +37,16 @@ def readme_section(title):
     return text.split(f'## {title}', 1)[1].split('\n## ', 1)[0]
 
 
-def test_readme_use_it_on_your_model_examples_run(tmp_path, monkeypatch):
-    "Every python and bash block of the README's 'Use it on your model' section, in order, in a fresh folder."
+def test_readme_use_it_on_your_model_examples_run(tmp_path, monkeypatch, capsys):
+    """Every python and bash block of the README's 'Use it on your model' section, in order, in a fresh folder, all in
+    this process: a `calibkit ...` line is `calibkit.cli.main` of its arguments, what the console script calls (the
+    process boundary itself, exit statuses and signals, is tested by test_cli*.py; a process per line cost ~10 s)."""
     import re, shlex
+    from calibkit.cli import main
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv('CALIBKIT_QUIET', '1')
     blocks = re.findall(r'```(python|bash)\n(.*?)```', readme_section('Use it on your model'), re.S)
     assert [k for k, _ in blocks].count('bash') >= 2 and [k for k, _ in blocks].count('python') >= 3
-    exe = str(Path(sys.executable).parent/'calibkit')
     for kind, code in blocks:
         if kind == 'python':
             exec(compile(code, 'README.md', 'exec'), {})      # each block on its own (fresh namespace)
@@ -53,8 +55,8 @@ def test_readme_use_it_on_your_model_examples_run(tmp_path, monkeypatch):
             cmd = shlex.split(line, comments=True)
             if not cmd: continue
             assert cmd[0] == 'calibkit'
-            r = subprocess.run([exe, *cmd[1:], '--quiet'], capture_output=True, text=True)
-            assert r.returncode == 0, f'{line}\n{r.stderr}'
+            code = main([*cmd[1:], '--quiet'])
+            assert code == 0, f'{line}\nexit {code}: {capsys.readouterr().err}'
     for out in ('test-calibration', 'iso', 'tfg', 'marginal', 'marginal-from-python'):
         assert (tmp_path/out/'report.html').is_file(), out
     groups = (tmp_path/'tfg'/'groups.csv').read_text()
