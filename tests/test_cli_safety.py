@@ -38,7 +38,10 @@ def refused(r, why):
     assert r.stderr.count('\n') == 1 and r.stderr.startswith('calibkit: error: ') and why in r.stderr, r.stderr
 
 
-def test_user_folder_is_never_replaced(data, tmp_path):
+# The refusals below run in this process (`calibkit_here`: `cli.main`, its exit status and its one line), a `calibkit`
+# process each cost seconds of imports; the process boundary is kept where it is the point (umask, SIGKILL).
+def test_user_folder_is_never_replaced(data, tmp_path, capsys):
+    calibkit = lambda *args: calibkit_here(capsys, *args)
     mine = tmp_path/'mine'
     mine.mkdir()
     (mine/'thesis.tex').write_text('years of work')
@@ -47,7 +50,8 @@ def test_user_folder_is_never_replaced(data, tmp_path):
     assert tree(tmp_path) == before
 
 
-def test_report_folder_with_a_user_file_is_not_replaced(data, tmp_path):
+def test_report_folder_with_a_user_file_is_not_replaced(data, tmp_path, capsys):
+    calibkit = lambda *args: calibkit_here(capsys, *args)
     out = tmp_path/'r'
     assert calibkit('report', data, '--out', out, '--n-samples', 20).returncode == 0
     (out/'notes.txt').write_text('mine')
@@ -57,19 +61,20 @@ def test_report_folder_with_a_user_file_is_not_replaced(data, tmp_path):
 
 @pytest.mark.parametrize('where,why', [('.', 'the working directory'), ('..', 'a folder above the working directory'),
                                        ('/', 'the filesystem root'), ('~', 'your home folder')])
-def test_dangerous_places_are_refused(data, tmp_path, where, why):
+def test_dangerous_places_are_refused(data, tmp_path, where, why, capsys, monkeypatch):
     home, work = tmp_path/'home', tmp_path/'home'/'a'/'work'
     work.mkdir(parents=True)
     (home/'keep.txt').write_text('x')
     (work/'keep.txt').write_text('y')
     before = tree(tmp_path)
     out = str(home) if where == '~' else where
-    refused(calibkit('report', data, '--out', out, '--force', cwd=work, env=dict(HOME=str(home))), why)
+    monkeypatch.chdir(work)
+    monkeypatch.setenv('HOME', str(home))
+    refused(calibkit_here(capsys, 'report', data, '--out', out, '--force'), why)
     assert tree(tmp_path) == before
 
 
 def test_plain_file_symlink_and_path_under_a_file_are_refused(data, tmp_path, capsys):
-    "(In this process, `calibkit_here`: the refusals' status and line are the point, not the process.)"
     f = tmp_path/'file.txt'
     f.write_text('mine')
     refused(calibkit_here(capsys, 'report', data, '--out', f, '--force'), 'is a file, not a folder')
@@ -80,9 +85,9 @@ def test_plain_file_symlink_and_path_under_a_file_are_refused(data, tmp_path, ca
     assert f.read_text() == 'mine' and (tmp_path/'link').is_symlink() and complete(tmp_path/'real')
 
 
-def test_folder_holding_the_input_is_refused(data):
+def test_folder_holding_the_input_is_refused(data, capsys):
     before = tree(data.parent)
-    refused(calibkit('report', data, '--out', data.parent, '--force'), 'would replace or contain the input')
+    refused(calibkit_here(capsys, 'report', data, '--out', data.parent, '--force'), 'would replace or contain the input')
     assert tree(data.parent) == before
 
 
@@ -97,7 +102,8 @@ def test_permissions_follow_the_umask_and_input_is_untouched(data, tmp_path):
     assert complete(out)
 
 
-def test_stale_temp_folders_of_calibkit_are_cleaned_and_others_kept(data, tmp_path):
+def test_stale_temp_folders_of_calibkit_are_cleaned_and_others_kept(data, tmp_path, capsys):
+    calibkit = lambda *args: calibkit_here(capsys, *args)
     out = tmp_path/'r'
     assert calibkit('report', data, '--out', out, '--n-samples', 20).returncode == 0
     planned = dict.fromkeys(['bins.csv', 'metrics.json', 'report.html'])
@@ -119,7 +125,6 @@ def test_stale_temp_folders_of_calibkit_are_cleaned_and_others_kept(data, tmp_pa
 
 
 def test_demo_force_replaces_only_what_calibkit_wrote(tmp_path, capsys):
-    "(In this process, `calibkit_here`: the refusals' status and line and the files are the point, not the process.)"
     calibkit = lambda *args: calibkit_here(capsys, *args)
     d = tmp_path/'demo'
     (d/'synthetic').mkdir(parents=True)
