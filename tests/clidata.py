@@ -32,18 +32,24 @@ def write_events(d: Path, *, seed: int, n: int, labels: dict, power: float, k: i
 
 def calibkit_here(capsys, *args) -> subprocess.CompletedProcess:
     """`calibkit *args` in this process: `calibkit.cli.main`, which the console script calls, with quiet output; its
-    exit status (argparse's usage errors included) and what it wrote, as `calibkit` gives them. A `calibkit` process
-    spends seconds importing numpy, pandas, scikit-learn and Altair: the tests whose point is not the process boundary
-    (exit statuses seen by a shell, signals, umask, standard input) call this."""
+    exit status (argparse's usage errors included) and what it wrote, as `calibkit` gives them (caught by pytest's
+    `capsys` fixture, or by redirecting sys.stdout and sys.stderr when `capsys` is None). A `calibkit` process spends
+    seconds importing numpy, pandas, scikit-learn and Altair: the tests whose point is not the process boundary (exit
+    statuses seen by a shell, signals, umask, standard input) call this. (One difference: the command shows each
+    warning once per process.)"""
+    import contextlib, io
     from calibkit.cli import main
-    capsys.readouterr()                                      # what the test printed before is not the command's
+    if capsys is not None: capsys.readouterr()              # what the test printed before is not the command's
     quiet = os.environ.get('CALIBKIT_QUIET')
     os.environ['CALIBKIT_QUIET'] = '1'
+    out, err = io.StringIO(), io.StringIO()
     try:
-        try: code = main([str(a) for a in args])
-        except SystemExit as e: code = e.code
+        with (contextlib.nullcontext() if capsys is not None else contextlib.redirect_stdout(out)), \
+             (contextlib.nullcontext() if capsys is not None else contextlib.redirect_stderr(err)):
+            try: code = main([str(a) for a in args])
+            except SystemExit as e: code = e.code
     finally:
         if quiet is None: del os.environ['CALIBKIT_QUIET']
         else: os.environ['CALIBKIT_QUIET'] = quiet
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(['calibkit', *map(str, args)], code, out, err)
+    stdout, stderr = capsys.readouterr() if capsys is not None else (out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(['calibkit', *map(str, args)], code, stdout, stderr)
