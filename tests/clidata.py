@@ -35,10 +35,10 @@ def calibkit_here(capsys, *args) -> subprocess.CompletedProcess:
     exit status (argparse's usage errors included) and what it wrote, as `calibkit` gives them (caught by pytest's
     `capsys` fixture, or by redirecting sys.stdout and sys.stderr when `capsys` is None). A `calibkit` process spends
     seconds importing numpy, pandas, scikit-learn and Altair: the tests whose point is not the process boundary (exit
-    statuses seen by a shell, signals, umask, standard input) call this. (One difference: the command shows each
-    warning once per process.)"""
+    statuses seen by a shell, signals, umask, standard input) call this."""
     import contextlib, io
-    from calibkit.cli import main
+    from calibkit.cli import _show_warning, main
+    _show_warning.__defaults__[-1].clear()     # the warnings it showed: each command shows its own, as a new process
     if capsys is not None: capsys.readouterr()              # what the test printed before is not the command's
     quiet = os.environ.get('CALIBKIT_QUIET')
     os.environ['CALIBKIT_QUIET'] = '1'
