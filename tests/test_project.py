@@ -120,6 +120,17 @@ def test_test_runs_see_the_example_plugin_and_the_demo_does_not():
     assert 'test_env' not in inspect.getsource(tasks.demo)
 
 
+def test_test_runs_cache_bytecode_in_the_venv_when_the_shell_turns_it_off(monkeypatch):
+    "With PYTHONDONTWRITEBYTECODE set, test runs write bytecode to .venv/pycache (else every process compiles numpy...)."
+    monkeypatch.delenv('PYTHONPYCACHEPREFIX', raising=False)
+    monkeypatch.setenv('PYTHONDONTWRITEBYTECODE', '1')
+    env = tasks.test_env()
+    assert 'PYTHONDONTWRITEBYTECODE' not in env and env['PYTHONPYCACHEPREFIX'] == str(tasks.VENV/'pycache')
+    monkeypatch.delenv('PYTHONDONTWRITEBYTECODE')
+    env = tasks.test_env()                       # Python's own default (bytecode beside the modules) is left alone
+    assert 'PYTHONDONTWRITEBYTECODE' not in env and 'PYTHONPYCACHEPREFIX' not in env
+
+
 def _code_lines(path: Path):
     "The lines of an exported module a reader reads: nbdev's generated `__all__` list aside."
     lines = path.read_text(encoding='utf-8').splitlines()
