@@ -129,6 +129,11 @@ def test_env(**extra):
     """The environment of every test run (pytest, notebook execution): quiet, deterministic (one BLAS/OpenMP thread:
     a parallel sum's digits depend on the thread count), the example plugin importable."""
     env = {**os.environ, 'CALIBKIT_QUIET': '1', 'PYTHONHASHSEED': '0', 'TZ': 'UTC', **ONE_THREAD, **extra}
+    # PYTHONDONTWRITEBYTECODE (set by some shells and CI images) stops Python caching the bytecode of what it imports,
+    # and setup installs with --no-compile: then every process of a run (notebook kernels, the CLI tests' hundreds of
+    # `calibkit` commands) compiles numpy, pandas, scipy, scikit-learn, Altair and torch from source again, ~9 s of
+    # processor time each. A test run caches it, in .venv/pycache only (never beside the sources).
+    if env.pop('PYTHONDONTWRITEBYTECODE', None): env.setdefault('PYTHONPYCACHEPREFIX', str(VENV/'pycache'))
     env['PYTHONPATH'] = os.pathsep.join([str(TESTPLUGINS), *filter(None, [os.environ.get('PYTHONPATH')])])
     return env
 

@@ -28,3 +28,28 @@ def write_events(d: Path, *, seed: int, n: int, labels: dict, power: float, k: i
     s = rng.dirichlet(np.ones(k) * alpha, size=rows)
     np.savez(d/scores_name, scores=s, gold=np.array([rng.choice(k, p=p) for p in s]))
     return df
+
+
+def calibkit_here(capsys, *args) -> subprocess.CompletedProcess:
+    """`calibkit *args` in this process: `calibkit.cli.main`, which the console script calls, with quiet output; its
+    exit status (argparse's usage errors included) and what it wrote, as `calibkit` gives them (caught by pytest's
+    `capsys` fixture, or by redirecting sys.stdout and sys.stderr when `capsys` is None). A `calibkit` process spends
+    seconds importing numpy, pandas, scikit-learn and Altair: the tests whose point is not the process boundary (exit
+    statuses seen by a shell, signals, umask, standard input) call this."""
+    import contextlib, io
+    from calibkit.cli import _show_warning, main
+    _show_warning.__defaults__[-1].clear()     # the warnings it showed: each command shows its own, as a new process
+    if capsys is not None: capsys.readouterr()              # what the test printed before is not the command's
+    quiet = os.environ.get('CALIBKIT_QUIET')
+    os.environ['CALIBKIT_QUIET'] = '1'
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with (contextlib.nullcontext() if capsys is not None else contextlib.redirect_stdout(out)), \
+             (contextlib.nullcontext() if capsys is not None else contextlib.redirect_stderr(err)):
+            try: code = main([str(a) for a in args])
+            except SystemExit as e: code = e.code
+    finally:
+        if quiet is None: del os.environ['CALIBKIT_QUIET']
+        else: os.environ['CALIBKIT_QUIET'] = quiet
+    stdout, stderr = capsys.readouterr() if capsys is not None else (out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(['calibkit', *map(str, args)], code, stdout, stderr)

@@ -5,7 +5,7 @@ import numpy as np, pandas as pd, pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import browser  # noqa: E402
-from clidata import EXE, calibkit, write_events  # noqa: E402
+from clidata import EXE, calibkit, calibkit_here, write_events  # noqa: E402
 
 
 @pytest.fixture(scope='module')
@@ -35,9 +35,11 @@ def test_version_imports_nothing_heavy():
     import calibkit
     assert r.stdout.splitlines() == [f'calibkit {calibkit.__version__}', '0 []'], r.stdout
 
+# Reports and their errors run in this process (`calibkit_here`: `cli.main`, its exit status and output; a process each
+# cost seconds of imports); help, version, the plugins listing, --debug and the progress bar keep real processes.
 @pytest.mark.parametrize('name', ['test.csv', 'test.parquet', 'test.jsonl'])
-def test_report_from_events_files_agree(data, tmp_path, name):
-    r = calibkit('report', data/name, '--out', tmp_path/'r', '--n-samples', 50)
+def test_report_from_events_files_agree(data, tmp_path, name, capsys):
+    r = calibkit_here(capsys, 'report', data/name, '--out', tmp_path/'r', '--n-samples', 50)
     assert r.returncode == 0, r.stderr
     assert {'report.html', 'metrics.json', 'bins.csv', 'reliability_before.svg', 'reliability_before.vl.json'} <= \
         {p.name for p in (tmp_path/'r').iterdir()}
@@ -50,8 +52,8 @@ def test_report_from_events_files_agree(data, tmp_path, name):
     assert m['meta']['calibkit_version']
 
 
-def test_score_matrix_uses_threshold_and_reports_drops(data, tmp_path):
-    r = calibkit('report', data/'scores.npz', '--out', tmp_path/'r', '--threshold', .05, '--n-samples', 50)
+def test_score_matrix_uses_threshold_and_reports_drops(data, tmp_path, capsys):
+    r = calibkit_here(capsys, 'report', data/'scores.npz', '--out', tmp_path/'r', '--threshold', .05, '--n-samples', 50)
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path/'r'/'metrics.json').read_text())['summary']
     scores = np.load(data/'scores.npz')['scores']
@@ -67,7 +69,9 @@ def test_default_out_is_named_after_input_and_never_the_input(data, tmp_path):
     assert r.returncode == 73 and 'would replace or contain the input' in r.stderr and (data/'test.csv').exists()
 
 
-def test_existing_out_refused_unless_force_and_input_untouched(data, tmp_path):
+def test_existing_out_refused_unless_force_and_input_untouched(data, tmp_path, capsys):
+    "(In this process, `calibkit_here`: the refusal and the folders are the point, not the process.)"
+    calibkit = lambda *args: calibkit_here(capsys, *args)
     before = hashlib.sha256((data/'test.csv').read_bytes()).hexdigest()
     assert calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--n-samples', 20).returncode == 0
     r = calibkit('report', data/'test.csv', '--out', tmp_path/'r', '--n-samples', 20)
@@ -89,21 +93,21 @@ BAD = {
 
 
 @pytest.mark.parametrize('name', sorted(BAD))
-def test_bad_input_is_one_clear_line(tmp_path, name):
+def test_bad_input_is_one_clear_line(tmp_path, name, capsys):
     text, expected = BAD[name]
     (tmp_path/name).write_text(text)
-    r = calibkit('report', tmp_path/name, '--out', tmp_path/'r')
+    r = calibkit_here(capsys, 'report', tmp_path/name, '--out', tmp_path/'r')
     assert r.returncode == 65
     assert r.stderr.count('\n') == 1 and r.stderr.startswith('calibkit: error: '), r.stderr
     assert expected in r.stderr and 'Traceback' not in r.stderr
     assert not (tmp_path/'r').exists()
 
 
-def test_unreadable_and_missing_files(tmp_path):
-    r = calibkit('report', tmp_path/'nope.csv')
+def test_unreadable_and_missing_files(tmp_path, capsys):
+    r = calibkit_here(capsys, 'report', tmp_path/'nope.csv')
     assert r.returncode == 66 and 'nope.csv: no such file' in r.stderr
     (tmp_path/'bin.parquet').write_bytes(b'not parquet at all')
-    r = calibkit('report', tmp_path/'bin.parquet')
+    r = calibkit_here(capsys, 'report', tmp_path/'bin.parquet')
     assert r.returncode == 65 and 'cannot read as parquet' in r.stderr
 
 
@@ -125,16 +129,16 @@ def test_report_renders_in_a_real_browser(data, tmp_path):
 
 
 @pytest.mark.parametrize('flag,name,kind', [('--recalibrator', 'isotonik', 'recalibrator'), ('--grouper', 'tfgg', 'grouper')])
-def test_unknown_plugin_names_list_the_known_ones(data, tmp_path, flag, name, kind):
+def test_unknown_plugin_names_list_the_known_ones(data, tmp_path, flag, name, kind, capsys):
     args = ['--fit', data/'dev.csv'] if flag == '--recalibrator' else []
-    r = calibkit('report', data/'test.csv', flag, name, *args, '--out', tmp_path/'r')
+    r = calibkit_here(capsys, 'report', data/'test.csv', flag, name, *args, '--out', tmp_path/'r')
     assert r.returncode == 2 and r.stderr.count('\n') == 1, r.stderr
     assert name in r.stderr and kind in r.stderr and ('isotonic' in r.stderr or 'tfg' in r.stderr)
     assert not (tmp_path/'r').exists()
 
 
-def test_recal_without_fit_is_refused(data, tmp_path):
-    r = calibkit('report', data/'test.csv', '--recalibrator', 'isotonic', '--out', tmp_path/'r')
+def test_recal_without_fit_is_refused(data, tmp_path, capsys):
+    r = calibkit_here(capsys, 'report', data/'test.csv', '--recalibrator', 'isotonic', '--out', tmp_path/'r')
     assert r.returncode == 2 and 'needs fit events (--fit)' in r.stderr
 
 
@@ -150,18 +154,18 @@ LOGITS = Path(__file__).resolve().parents[1]/'calibkit'/'data'/'calibration_metr
 
 
 @pytest.mark.parametrize('suffix', ['.logits', '.jsonl'])
-def test_report_from_calibration_metric_logits(tmp_path, suffix):
+def test_report_from_calibration_metric_logits(tmp_path, suffix, capsys):
     "The calibration_metric top-logit format: token events, the same as read_calibration_metric_logits gives."
     src = tmp_path/f'dev_two{suffix}'
     src.write_bytes(LOGITS.read_bytes())
-    r = calibkit('report', src, '--out', tmp_path/'r', '--n-bins', 5, '--n-samples', 20)
+    r = calibkit_here(capsys, 'report', src, '--out', tmp_path/'r', '--n-bins', 5, '--n-samples', 20)
     assert r.returncode == 0, r.stderr
     from calibkit.extractors.seq2seq import read_calibration_metric_logits
     ev = read_calibration_metric_logits(LOGITS)
     s = json.loads((tmp_path/'r'/'metrics.json').read_text())['summary']
     assert s['events'] == len(ev) and s['accuracy'] == pytest.approx(ev.correct.mean())
     (tmp_path/'bad.logits').write_text('{"top_logits": [[0.5, 0.5]], "labels": [1]}\n')
-    r = calibkit('report', tmp_path/'bad.logits', '--out', tmp_path/'r2')
+    r = calibkit_here(capsys, 'report', tmp_path/'bad.logits', '--out', tmp_path/'r2')
     assert r.returncode == 65 and "lacks key(s) ['top_logit_idxs']" in r.stderr and 'Traceback' not in r.stderr
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np, pandas as pd, pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from clidata import calibkit  # noqa: E402
+from clidata import calibkit, calibkit_here  # noqa: E402
 from calibkit.conformal import ConformalSets, set_summary  # noqa: E402
 from calibkit.groupers import TagFrequency  # noqa: E402
 
@@ -42,7 +42,8 @@ def data(tmp_path_factory):
 
 
 def conformal_json(*args):
-    r = calibkit('report', *args, '--json', '--n-samples', 20)
+    "The conformal part of `calibkit report ARGS --json`, run in this process (its numbers are the point here)."
+    r = calibkit_here(None, 'report', *args, '--json', '--n-samples', 20)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)['conformal']
 
@@ -119,9 +120,10 @@ def test_a_tagger_extractors_raw_output_gives_the_same_sets(data):
     (['eval.npz', '--fit', 'cal.npz', '--conformal', 0], 2, '--conformal'),
     (['eval.npz', '--fit', 'cal.npz', '--conformal', 0.1, '--conformal-method', 'raps'], 2, "invalid choice: 'raps'"),
 ])
-def test_usage_errors_are_one_line(data, args, code, says):
+def test_usage_errors_are_one_line(data, args, code, says, capsys):
+    "(In this process: the status and the line are the point; the process boundary is tested on stdin below.)"
     d = data[0]
-    r = calibkit('report', *[d/a if str(a).endswith(('.npz', '.csv')) else a for a in args], '--json')
+    r = calibkit_here(capsys, 'report', *[d/a if str(a).endswith(('.npz', '.csv')) else a for a in args], '--json')
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith('calibkit: error:') and says in lines[0], r.stderr
     assert r.returncode == (code if code is not None else r.returncode) and r.returncode in (2, 65), r.returncode

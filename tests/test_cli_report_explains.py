@@ -4,7 +4,9 @@ from pathlib import Path
 import numpy as np, pandas as pd, pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from clidata import calibkit, write_events  # noqa: E402
+from clidata import calibkit_here, write_events  # noqa: E402
+
+# every report runs in this process (`calibkit_here`): its content is the point here, not the process
 
 LABELS = {'NOUN': .5, 'VERB': .3, 'ADJ': .15, 'DET': .05}
 
@@ -19,8 +21,8 @@ def data(tmp_path_factory):
 @pytest.fixture(scope='module')
 def per_class(data, tmp_path_factory):
     out = tmp_path_factory.mktemp('pc')/'r'
-    r = calibkit('report', data/'test.csv', '--fit', data/'dev.csv', '--recalibrator', 'isotonic', '--grouper', 'per_class',
-                 '--out', out, '--n-samples', 100)
+    r = calibkit_here(None, 'report', data/'test.csv', '--fit', data/'dev.csv', '--recalibrator', 'isotonic', '--grouper',
+                      'per_class', '--out', out, '--n-samples', 100)
     return r, out
 
 
@@ -62,14 +64,14 @@ def test_verdict_on_calibrated_data_is_not_distinguishable(tmp_path):
     rng = np.random.default_rng(7)
     q = rng.beta(2, 2, 4000)
     pd.DataFrame(dict(conf=q, correct=(rng.random(4000) < q).astype(int))).to_csv(tmp_path/'cal.csv', index=False)
-    r = calibkit('report', tmp_path/'cal.csv', '--json', '--n-samples', 200)
+    r = calibkit_here(None, 'report', tmp_path/'cal.csv', '--json', '--n-samples', 200)
     assert r.returncode == 0, r.stderr
     v = json.loads(r.stdout)['stages']['before']['verdict']
     assert v['distinguishable'] is False and v['direction'] == 'neither' and v['calib_mse_debiased'][1] < 0
 
 
 def test_adaptive_binning_in_the_cli(data):
-    r = calibkit('report', data/'test.csv', '--binning', 'adaptive', '--json', '--n-samples', 50)
+    r = calibkit_here(None, 'report', data/'test.csv', '--binning', 'adaptive', '--json', '--n-samples', 50)
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout)
     from calibkit.binning import adaptive_stats
@@ -77,13 +79,13 @@ def test_adaptive_binning_in_the_cli(data):
     st = adaptive_stats(df.conf.to_numpy(), df.correct.to_numpy())
     assert m['meta']['binning'] == 'adaptive' and m['meta']['n_bins'] == len(st.n)
     assert m['stages']['before']['bins_note'] == f'adaptive binning (Ding et al. 2020) chose {len(st.n)} bins for 2,500 events'
-    r = calibkit('report', data/'test.csv', '--binning', 'adaptive', '--n-bins', 5, '--json')
+    r = calibkit_here(None, 'report', data/'test.csv', '--binning', 'adaptive', '--n-bins', 5, '--json')
     assert r.returncode == 2 and 'chooses its own bins' in r.stderr
 
 
 def test_fewer_bins_than_requested_says_why(tmp_path):
     pd.DataFrame(dict(conf=np.repeat([.2, .5, .8], 100), correct=np.tile([0, 1], 150))).to_csv(tmp_path/'t.csv', index=False)
-    r = calibkit('report', tmp_path/'t.csv', '--n-bins', 10, '--json', '--n-samples', 20)
+    r = calibkit_here(None, 'report', tmp_path/'t.csv', '--n-bins', 10, '--json', '--n-samples', 20)
     assert r.returncode == 0, r.stderr
     note = json.loads(r.stdout)['stages']['before']['bins_note']
     assert note.startswith('3 bins instead of 10: equal confidences are never split between bins')
@@ -119,7 +121,8 @@ def test_per_class_on_a_thousand_labels_is_summarised_not_refused(tmp_path):
     q = rng.random(n)
     pd.DataFrame(dict(conf=q, correct=(rng.random(n) < q).astype(int), label=[f'T{v}' for v in rng.integers(0, 1000, n)])
                  ).to_csv(tmp_path/'t.csv', index=False)
-    r = calibkit('report', tmp_path/'t.csv', '--grouper', 'per_class', '--out', tmp_path/'r', '--n-samples', 50)
+    r = calibkit_here(None, 'report', tmp_path/'t.csv', '--grouper', 'per_class', '--out', tmp_path/'r',
+                      '--n-samples', 50)
     assert r.returncode == 0, r.stderr
     page = html.unescape((tmp_path/'r'/'report.html').read_text())
     assert 'The 50 most frequent groups of each stage are shown; 950 more rows are in groups.csv and metrics.json.' in page

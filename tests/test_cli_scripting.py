@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np, pandas as pd, pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from clidata import ENV, EXE, calibkit, write_events  # noqa: E402
+from clidata import ENV, EXE, calibkit, calibkit_here, write_events  # noqa: E402
 
 
 @pytest.fixture(scope='module')
@@ -161,16 +161,18 @@ def test_bins_flags_and_binning_are_recorded(data):
     assert calibkit('report', data/'test.csv', '--bin-size', 100, '--n-bins', 5).returncode == 2
 
 
-def test_extractor_over_a_raw_output(data):
+def test_extractor_over_a_raw_output(data, capsys):
+    "An extractor and its parameters through the command's flags (in this process: the flags are the point here)."
     from calibkit.plugins import extractor
     raw = dict(np.load(data/'raw.npz'))
     for params, events in (([], extractor('softmax').extract(raw)), (['--extractor-param', 'events=top'],
                                                                         extractor('softmax', events='top').extract(raw))):
-        r = calibkit('report', data/'raw.npz', '--extractor', 'softmax', *params, '--json', '--n-samples', 20)
+        r = calibkit_here(capsys, 'report', data/'raw.npz', '--extractor', 'softmax', *params, '--json',
+                          '--n-samples', 20)
         assert r.returncode == 0, r.stderr
         s = json.loads(r.stdout)['summary']
         assert s['events'] == len(events) and s['accuracy'] == pytest.approx(events.correct.mean())
-    assert json.loads(calibkit('report', data/'raw.npz', '--extractor', 'softmax', '--extractor-param', 'events=top',
-                               '--json').stdout)['summary']['events'] == 400
-    r = calibkit('report', data/'raw.npz', '--extractor', 'softmaxx')
+    assert json.loads(calibkit_here(capsys, 'report', data/'raw.npz', '--extractor', 'softmax', '--extractor-param',
+                                    'events=top', '--json').stdout)['summary']['events'] == 400
+    r = calibkit_here(capsys, 'report', data/'raw.npz', '--extractor', 'softmaxx')
     assert r.returncode == 2 and "unknown extractor 'softmaxx'" in r.stderr

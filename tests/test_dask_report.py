@@ -4,7 +4,7 @@ certified bound), and every failure is one line with its documented exit status.
 import json, logging, sys
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
-from clidata import calibkit
+from clidata import calibkit, calibkit_here
 
 dask = pytest.importorskip('dask')
 distributed = pytest.importorskip('distributed')
@@ -157,21 +157,24 @@ def one_line(r, code: int) -> str:
     return r.stderr[len('calibkit: error: '):-1]
 
 
-def test_errors_are_one_line_with_their_exit_status(data, tmp_path):
+def test_errors_are_one_line_with_their_exit_status(data, tmp_path, local, capsys):
+    """Each failure's one line and exit status. Two cases run as real `calibkit` processes (the status the shell sees,
+    standard input); the others run in this process (`calibkit_here`: a process each cost ~8 s of imports)."""
     d, _, _ = data
+    here = lambda *argv: calibkit_here(capsys, 'report', *argv)
     assert 'no file matches this pattern' in one_line(calibkit('report', f'{d}/test/*.csv', '--json'), 66)
-    assert 'no file matches this pattern' in one_line(calibkit('report', f'{d}/test/*.csv', '--dask', '--json'), 66)
+    assert 'no file matches this pattern' in one_line(here(f'{d}/test/*.csv', '--dask', '--json'), 66)
     (tmp_path/'empty').mkdir()
-    assert 'holds no events files' in one_line(calibkit('report', tmp_path/'empty', '--json'), 66)
+    assert 'holds no events files' in one_line(here(tmp_path/'empty', '--json'), 66)
     mixed = tmp_path/'mixed'; mixed.mkdir()
     pd.DataFrame(dict(conf=[.5, .7], correct=[1, 0])).to_parquet(mixed/'a.parquet')
     pd.DataFrame(dict(conf=[.5, .7], correct=[1, 0], label=['A', 'B'])).to_parquet(mixed/'b.parquet')
-    assert "differ from a.parquet's" in one_line(calibkit('report', mixed, '--json'), 65)
-    assert "differ from a.parquet's" in one_line(calibkit('report', mixed, '--dask', '--json'), 65)
+    assert "differ from a.parquet's" in one_line(here(mixed, '--json'), 65)
+    assert "differ from a.parquet's" in one_line(here(mixed, '--dask', '--json'), 65)
     (mixed/'b.parquet').unlink(); (mixed/'c.csv').write_text('conf,correct\n0.5,1\n')
-    assert 'mixes file types' in one_line(calibkit('report', mixed, '--json'), 65)
-    assert '--threshold applies' in one_line(calibkit('report', d/'test', '--dask', '--threshold', .5, '--json'), 2)
-    assert '--binning adaptive searches' in one_line(calibkit('report', d/'test', '--dask', '--binning', 'adaptive'), 2)
+    assert 'mixes file types' in one_line(here(mixed, '--json'), 65)
+    assert '--threshold applies' in one_line(here(d/'test', '--dask', '--threshold', .5, '--json'), 2)
+    assert '--binning adaptive searches' in one_line(here(d/'test', '--dask', '--binning', 'adaptive'), 2)
     assert 'reads files, not standard input' in one_line(calibkit('report', '-', '--format', 'csv', '--dask', '--json', stdin=''), 2)
 
 

@@ -37,14 +37,16 @@ def readme_section(title):
     return text.split(f'## {title}', 1)[1].split('\n## ', 1)[0]
 
 
-def test_readme_use_it_on_your_model_examples_run(tmp_path, monkeypatch):
-    "Every python and bash block of the README's 'Use it on your model' section, in order, in a fresh folder."
+def test_readme_use_it_on_your_model_examples_run(tmp_path, monkeypatch, capsys):
+    """Every python and bash block of the README's 'Use it on your model' section, in order, in a fresh folder, all in
+    this process: a `calibkit ...` line is `calibkit.cli.main` of its arguments, what the console script calls (the
+    process boundary itself, exit statuses and signals, is tested by test_cli*.py; a process per line cost ~10 s)."""
     import re, shlex
+    from calibkit.cli import main
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv('CALIBKIT_QUIET', '1')
     blocks = re.findall(r'```(python|bash)\n(.*?)```', readme_section('Use it on your model'), re.S)
     assert [k for k, _ in blocks].count('bash') >= 2 and [k for k, _ in blocks].count('python') >= 3
-    exe = str(Path(sys.executable).parent/'calibkit')
     for kind, code in blocks:
         if kind == 'python':
             exec(compile(code, 'README.md', 'exec'), {})      # each block on its own (fresh namespace)
@@ -53,8 +55,8 @@ def test_readme_use_it_on_your_model_examples_run(tmp_path, monkeypatch):
             cmd = shlex.split(line, comments=True)
             if not cmd: continue
             assert cmd[0] == 'calibkit'
-            r = subprocess.run([exe, *cmd[1:], '--quiet'], capture_output=True, text=True)
-            assert r.returncode == 0, f'{line}\n{r.stderr}'
+            code = main([*cmd[1:], '--quiet'])
+            assert code == 0, f'{line}\nexit {code}: {capsys.readouterr().err}'
     for out in ('test-calibration', 'iso', 'tfg', 'marginal', 'marginal-from-python'):
         assert (tmp_path/out/'report.html').is_file(), out
     groups = (tmp_path/'tfg'/'groups.csv').read_text()
@@ -116,6 +118,17 @@ def test_test_runs_see_the_example_plugin_and_the_demo_does_not():
     # pytest itself runs in the test environment; what matters is that `demo` does not use it
     import inspect
     assert 'test_env' not in inspect.getsource(tasks.demo)
+
+
+def test_test_runs_cache_bytecode_in_the_venv_when_the_shell_turns_it_off(monkeypatch):
+    "With PYTHONDONTWRITEBYTECODE set, test runs write bytecode to .venv/pycache (else every process compiles numpy...)."
+    monkeypatch.delenv('PYTHONPYCACHEPREFIX', raising=False)
+    monkeypatch.setenv('PYTHONDONTWRITEBYTECODE', '1')
+    env = tasks.test_env()
+    assert 'PYTHONDONTWRITEBYTECODE' not in env and env['PYTHONPYCACHEPREFIX'] == str(tasks.VENV/'pycache')
+    monkeypatch.delenv('PYTHONDONTWRITEBYTECODE')
+    env = tasks.test_env()                       # Python's own default (bytecode beside the modules) is left alone
+    assert 'PYTHONDONTWRITEBYTECODE' not in env and 'PYTHONPYCACHEPREFIX' not in env
 
 
 def _code_lines(path: Path):

@@ -14,8 +14,10 @@ MAX_WHEEL_MB = 25
 
 
 def clean_env(**extra):
-    "The user's environment: no test-only PYTHONPATH, installed plugins loaded as usual."
-    env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'IN_TEST', 'PYTHONHOME')}
+    """The user's environment: no test-only PYTHONPATH, installed plugins loaded as usual; and not the test runs' bytecode
+    folder (tasks.test_env), which would keep the bytecode of every temporary venv after the venv is gone."""
+    drop = ('PYTHONPATH', 'IN_TEST', 'PYTHONHOME', 'PYTHONPYCACHEPREFIX')
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     return {**env, 'CALIBKIT_QUIET': '1', **extra}
 
 
@@ -30,7 +32,9 @@ def sh(*cmd, cwd=None, env=None, timeout=900):
 def wheel_venv(dist, tmp_path_factory):
     "A fresh venv with only the wheel installed (its dependencies from the registry / pip's cache); its bin folder."
     d = tmp_path_factory.mktemp('wheelvenv')/'venv'
-    venv.EnvBuilder(with_pip=True).create(d)
+    with pytest.MonkeyPatch.context() as m:
+        m.delenv('PYTHONPYCACHEPREFIX', raising=False)      # ensurepip's bytecode goes with the venv (see clean_env)
+        venv.EnvBuilder(with_pip=True).create(d)
     bindir = d/('Scripts' if os.name == 'nt' else 'bin')
     sh(bindir/'python', '-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', '--no-compile', dist[0])
     return bindir

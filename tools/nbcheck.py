@@ -286,7 +286,8 @@ def nb_job(args):
 
 
 def notebook_paths(names):
-    paths = [NBS/Path(n).name for n in names] if names else sorted(NBS.glob('*.ipynb'))
+    # a notebook is named with or without its suffix (`tasks.py notebooks 17_extract_llm`)
+    paths = [NBS/Path(n).with_suffix('.ipynb').name for n in names] if names else sorted(NBS.glob('*.ipynb'))
     missing = [p.name for p in paths if not p.exists()]
     if missing: sys.exit(f'no such notebook in nbs/: {", ".join(missing)}')
     return paths
