@@ -129,7 +129,8 @@ PLAN_WORDS = {'stdin_files': 'a folder, a glob or --dask reads files, not standa
 
 def input_error(e: Exception,  # an error of `calibkit.inputs` (an `InputError`)
                 ) -> CLIError:  # its one line and exit status
-    "The CLI's line for an input `calibkit.inputs` refused: missing 66; no score matrix, most `PlanError`s 2; else 65."
+    """The CLI's line for an input `calibkit.inputs` refused: 66 missing; 2 not a score matrix, or a `PlanError`
+    but 'labels'; else 65."""
     from calibkit.inputs import NoInputError, PlanError, ScoresNeededError, ThresholdError, show_path   # `e`'s module
     if isinstance(e, NoInputError): return CLIError(EX_NOINPUT, first_line(e))
     if isinstance(e, ScoresNeededError): return CLIError(EX_USAGE, f'{CONFORMAL_NEEDS}; {e.detail}')
