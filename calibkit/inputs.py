@@ -18,8 +18,7 @@ __all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'SCORE_INPUTS', 'GLOB_CHARS', 'PLAN
            'NoInputError', 'ThresholdError', 'ScoresNeededError', 'check_file', 'read_text', 'jsonl_records',
            'read_events', 'record_lines', 'read_npz', 'read_scores', 'read_counts', 'event_files', 'file_columns',
            'check_schemas', 'read_event_files', 'read_stdin', 'is_many', 'input_name', 'raw_output', 'threshold_events',
-           'load_input', 'load_scores', 'check_inputs', 'dataset_files', 'PlanError', 'InputPlan', 'plan',
-           'read_inputs', 'FORMATS']
+           'load_input', 'load_scores', 'dataset_files', 'PlanError', 'InputPlan', 'plan', 'read_inputs', 'FORMATS']
 
 # %% ../nbs/61_inputs.ipynb #in61c001
 EVENT_SUFFIXES = {'.csv': 'csv', '.tsv': 'csv', '.parquet': 'parquet', '.pq': 'parquet',
@@ -595,14 +594,6 @@ def load_scores(
     try: p, g = check_scores(check_probs(s), gold, labels)
     except (ValueError, TypeError) as e: raise InputError(f'{show_path(path)}: {first_line(e)}') from None
     return p, g, labels
-
-# %% ../nbs/61_inputs.ipynb #in61d022
-def check_inputs(
-    *specs,  # inputs as typed: files, folders, glob patterns, '-' (standard input) or None (none)
-) -> None:
-    "A `NoInputError` for the first input file that is missing or not a regular file (folders, globs, - and None pass)."
-    for p in specs:
-        if p is not None and p != '-' and not is_many(p): check_file(p)
 
 # %% ../nbs/61_inputs.ipynb #in61d024
 def dataset_files(

@@ -357,11 +357,10 @@ def test_read_inputs_reads_one_file_many_files_and_stdin(tmp_path, monkeypatch):
 
 
 def test_input_errors_have_their_kinds(tmp_path):
-    from calibkit.inputs import (NoInputError, ScoresNeededError, ThresholdError, check_inputs, dataset_files,
-                                 load_scores)
+    from calibkit.inputs import NoInputError, ScoresNeededError, ThresholdError, dataset_files, load_scores, plan
     write(tmp_path/'e.csv', 'conf,correct\n0.9,1\n')
     with pytest.raises(NoInputError, match='nope.csv: no such file'):
-        check_inputs(tmp_path/'e.csv', None, '-', tmp_path/'nope.csv')
+        plan(tmp_path/'e.csv', tmp_path/'nope.csv')
     with pytest.raises(NoInputError, match='no file matches this pattern'):
         dataset_files(f'{tmp_path}/*.parquet')
     with pytest.raises(ScoresNeededError) as e:
