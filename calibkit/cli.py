@@ -398,21 +398,18 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 # %% ../nbs/62_cli.ipynb #17db8956
-def _show_warning(message, category, filename, lineno, file=None, line=None, _seen=set()):
-    text = flag_words(first_line(message))
-    if text not in _seen:
-        _seen.add(text)
-        print(f'calibkit: warning: {text}', file=sys.stderr)
+def _warning_printer():
+    "One command's `warnings.showwarning`: each distinct warning once, as `calibkit: warning: ...` on stderr."
+    seen = set()
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = flag_words(first_line(message))
+        if text not in seen:
+            seen.add(text)
+            print(f'calibkit: warning: {text}', file=sys.stderr)
+    return show
 
-def main(argv=None,  # the arguments (default: sys.argv[1:])
-         ) -> int:
-    "Entry point of the `calibkit` console script and of `python -m calibkit`."
-    import shlex, warnings
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser().parse_args(argv)
-    args.command_line = shlex.join(['calibkit', *argv])
-    if args.quiet: os.environ['CALIBKIT_QUIET'] = '1'
-    warnings.showwarning = _show_warning
+def _run(args) -> int:
+    "The command `args` names, its failure turned into one line on stderr and an exit status (`EXIT_CODES`)."
     try: return args.func(args)
     except BrokenPipeError:                            # the reader went away (e.g. `| head -1`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -434,6 +431,18 @@ def main(argv=None,  # the arguments (default: sys.argv[1:])
                 else f'{type(e).__name__}: {first_line(e)} (a calibkit bug: rerun with --debug)')
         print(f'calibkit: error: {text}', file=sys.stderr)
         return code
+
+def main(argv=None,  # the arguments (default: sys.argv[1:])
+         ) -> int:
+    "Entry point of the `calibkit` console script and of `python -m calibkit`."
+    import shlex, warnings
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser().parse_args(argv)
+    args.command_line = shlex.join(['calibkit', *argv])
+    if args.quiet: os.environ['CALIBKIT_QUIET'] = '1'
+    with warnings.catch_warnings():             # the caller's handler and filters are back after the command
+        warnings.showwarning = _warning_printer()   # each command shows its own warnings, each once
+        return _run(args)
 
 # %% ../nbs/62_cli.ipynb #d5218de5
 from .config import public_dir

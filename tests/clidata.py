@@ -37,8 +37,7 @@ def calibkit_here(capsys, *args) -> subprocess.CompletedProcess:
     seconds importing numpy, pandas, scikit-learn and Altair: the tests whose point is not the process boundary (exit
     statuses seen by a shell, signals, umask, standard input) call this."""
     import contextlib, io
-    from calibkit.cli import _show_warning, main
-    _show_warning.__defaults__[-1].clear()     # the warnings it showed: each command shows its own, as a new process
+    from calibkit.cli import main
     if capsys is not None: capsys.readouterr()              # what the test printed before is not the command's
     quiet = os.environ.get('CALIBKIT_QUIET')
     os.environ['CALIBKIT_QUIET'] = '1'

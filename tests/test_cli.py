@@ -202,3 +202,20 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(data, tmp_path):
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert '\r' not in r.stderr and '%|' not in r.stderr, r.stderr
+
+
+def test_commands_in_one_process_each_show_their_warnings_and_leave_the_handler(tmp_path, capsys):
+    """`cli.main` called twice in one process (a notebook, the in-process tests): the second command shows its warnings
+    too (each distinct warning once per command), and the caller's `warnings.showwarning` is back after each."""
+    import warnings
+    from calibkit.cli import main
+    f = tmp_path/'e.csv'
+    f.write_text('conf,correct\n0.9,1\n0.8,1\n0.3,0\n')
+    before, errs = warnings.showwarning, []
+    for _ in range(2):
+        assert main(['report', str(f), '--json', '--quiet']) == 0
+        errs.append(capsys.readouterr().err)
+        assert warnings.showwarning is before
+    assert errs[0] == errs[1]
+    assert errs[0].startswith('calibkit: warning: n_bins 10 exceeds the 3 events: used 3 bins (one event each)\n')
+    assert errs[0].count('calibkit: warning:') == 3
