@@ -408,6 +408,16 @@ def _warning_printer():
             print(f'calibkit: warning: {text}', file=sys.stderr)
     return show
 
+@contextlib.contextmanager
+def _quiet_env(quiet: bool):
+    "With `quiet`, `$CALIBKIT_QUIET` set for one command (every progress bar under it reads it), and put back after."
+    old = os.environ.get('CALIBKIT_QUIET')
+    if quiet: os.environ['CALIBKIT_QUIET'] = '1'
+    try: yield
+    finally:
+        if old is None: os.environ.pop('CALIBKIT_QUIET', None)
+        else: os.environ['CALIBKIT_QUIET'] = old
+
 def _run(args) -> int:
     "The command `args` names, its failure turned into one line on stderr and an exit status (`EXIT_CODES`)."
     try: return args.func(args)
@@ -439,8 +449,7 @@ def main(argv=None,  # the arguments (default: sys.argv[1:])
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
     args.command_line = shlex.join(['calibkit', *argv])
-    if args.quiet: os.environ['CALIBKIT_QUIET'] = '1'
-    with warnings.catch_warnings():             # the caller's handler and filters are back after the command
+    with warnings.catch_warnings(), _quiet_env(args.quiet):   # the caller's warnings and environment, back after
         warnings.showwarning = _warning_printer()   # each command shows its own warnings, each once
         return _run(args)
 

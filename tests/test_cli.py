@@ -1,5 +1,5 @@
 "The `calibkit` command: formats in, files out, one-line errors, safety of inputs, and the report in a real browser."
-import hashlib, json, re, subprocess, sys
+import hashlib, json, os, re, subprocess, sys
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
 
@@ -204,18 +204,20 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(data, tmp_path):
     assert '\r' not in r.stderr and '%|' not in r.stderr, r.stderr
 
 
-def test_commands_in_one_process_each_show_their_warnings_and_leave_the_handler(tmp_path, capsys):
+def test_commands_in_one_process_each_show_their_warnings_and_leave_the_handler(tmp_path, capsys, monkeypatch):
     """`cli.main` called twice in one process (a notebook, the in-process tests): the second command shows its warnings
-    too (each distinct warning once per command), and the caller's `warnings.showwarning` is back after each."""
+    too (each distinct warning once per command), and the caller's `warnings.showwarning` and environment (--quiet
+    sets $CALIBKIT_QUIET for the command only) are back after each."""
     import warnings
     from calibkit.cli import main
+    monkeypatch.delenv('CALIBKIT_QUIET', raising=False)
     f = tmp_path/'e.csv'
     f.write_text('conf,correct\n0.9,1\n0.8,1\n0.3,0\n')
     before, errs = warnings.showwarning, []
     for _ in range(2):
         assert main(['report', str(f), '--json', '--quiet']) == 0
         errs.append(capsys.readouterr().err)
-        assert warnings.showwarning is before
+        assert warnings.showwarning is before and 'CALIBKIT_QUIET' not in os.environ
     assert errs[0] == errs[1]
     assert errs[0].startswith('calibkit: warning: n_bins 10 exceeds the 3 events: used 3 bins (one event each)\n')
     assert errs[0].count('calibkit: warning:') == 3
