@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import NamedTuple, Sequence
 import numpy as np, pandas as pd
 from .config import check_threshold, default
-from .events import as_pairs, events_from_scores, check_int
+from .events import as_pairs, check_choice, check_int, events_from_scores
 from .binning import group_bins
 from .datasets import bundled
 from .datasets.ud import read_conllu, words_frame
@@ -452,8 +452,7 @@ def ewt_tags(
 ) -> pd.Series:  # each word's tag, named 'tag'
     """The tag of every word of a `calibkit.datasets.ud.words_frame` in `tagset` (a key of `TAGSETS`); `_` parts are
     left out."""
-    if tagset not in TAGSETS: raise ValueError(f'tagset must be one of {list(TAGSETS)}, got {tagset!r}')
-    a, sep, b = TAGSETS[tagset]
+    a, sep, b = TAGSETS[check_choice('tagset', tagset, tuple(TAGSETS))]
     return (words[a] + np.where(words[b] == '_', '', sep + words[b])).rename('tag')
 
 # %% ../nbs/42_sparse_study.ipynb #ew000011
