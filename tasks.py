@@ -7,6 +7,8 @@
     python3 tasks.py check-notebooks [NB..]  # re-execute notebooks, fail on a stale output (a step of `test`; tools/nbcheck.py)
     python3 tasks.py docs              # build the documentation site into _docs/ (Sphinx + myst-nb, offline)
     python3 tasks.py samples           # re-render the charts and tables the notebooks write to sample_outputs/
+    python3 tasks.py train [NAME..]    # retrain committed artifacts (default: all) into calibkit/data/artifacts/
+    python3 tasks.py check-artifacts [NAME..]  # retrain each artifact at its small size, compare with the reference (a step of `test`)
     python3 tasks.py setup             # only create/update .venv
     python3 tasks.py readme            # regenerate README.md from nbs/index.ipynb
 
@@ -203,6 +205,41 @@ def check_notebooks(*names):
     in_venv('_notebooks', 'check', *names)
 
 
+def _train(*names):
+    "Internal: what `train` runs inside .venv: each recipe at every size, written with its manifest."
+    from calibkit.artifacts import RECIPES, SIZES, train_artifact, write_artifact
+    for name in names or RECIPES:
+        for size in SIZES:
+            t0 = time.monotonic()
+            path = write_artifact(name, train_artifact(name, size), size)
+            step(f'trained {name} ({size}): {path.relative_to(ROOT)}, {path.stat().st_size / 1e6:.2f} MB', t0)
+
+
+def train(*names):
+    "Retrain the committed artifacts `names` (default: all of calibkit.artifacts.RECIPES) at every size; commit them."
+    in_venv('_train', *names)
+
+
+def _check_artifacts(*names):
+    "Internal: what `check-artifacts` runs inside .venv."
+    from calibkit.artifacts import RECIPES, compare_outputs, load_artifact, train_artifact
+    failed = []
+    for name in names or RECIPES:
+        t0 = time.monotonic()
+        load_artifact(name)                       # the full artifact is intact (its sha256)
+        problems = compare_outputs(train_artifact(name, 'small'), load_artifact(name, 'small'), RECIPES[name])
+        step(f"  {'ok  ' if not problems else 'FAIL'} {name}: retrained small, compared with the reference", t0)
+        failed += [f'{name}: {p}' for p in problems]
+    if failed:
+        sys.exit('\n'.join(failed + ['the training code changed what a model computes beyond its stated tolerance: '
+                                      'retrain with `python3 tasks.py train NAME` and commit, or find the change']))
+
+
+def check_artifacts(*names):
+    "Retrain each committed artifact at its small size and compare with its committed small reference (tolerances)."
+    in_venv('_check_artifacts', *names)
+
+
 def docs():
     "Build the documentation site into _docs/ (docs/build.py: Sphinx + myst-nb, no network)."
     setup()
@@ -237,6 +274,7 @@ def test():
     steps('nbdev-clean', unchanged_by, 'nbdev-clean')
     steps('nbdev-export', unchanged_by, 'nbdev-export')
     steps('check-notebooks', check_notebooks)
+    steps('check-artifacts', check_artifacts)
     steps('docs', docs)
     print(steps.summary(), flush=True)
     r = run(BIN/'python', '-m', 'pytest', 'tests', *PYTEST_ARGS, env=test_env())
@@ -279,9 +317,11 @@ def samples():
 
 
 TASKS = {'setup': setup, 'test': test, 'demo': demo, 'samples': samples, 'readme': readme, 'docs': docs,
-         'notebooks': notebooks, 'check-notebooks': check_notebooks,
-         '_notebooks': _notebooks}
+         'notebooks': notebooks, 'check-notebooks': check_notebooks, 'train': train, 'check-artifacts': check_artifacts,
+         '_notebooks': _notebooks, '_train': _train, '_check_artifacts': _check_artifacts}
+
+NAMED = {'notebooks', 'check-notebooks', '_notebooks', 'train', '_train', 'check-artifacts', '_check_artifacts'}   # tasks taking names
 
 if __name__ == '__main__':
-    if len(sys.argv) < 2 or sys.argv[1] not in TASKS or (sys.argv[2:] and 'notebooks' not in sys.argv[1]): sys.exit(__doc__)
+    if len(sys.argv) < 2 or sys.argv[1] not in TASKS or (sys.argv[2:] and sys.argv[1] not in NAMED): sys.exit(__doc__)
     TASKS[sys.argv[1]](*sys.argv[2:])
