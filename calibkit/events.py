@@ -173,7 +173,7 @@ def check_correct(
     ok = (a == 0) | (a == 1)
     if not ok.all():
         bad = a[~ok]
-        raise ValueError(f'{name}: {bad.size} of {a.size} values are not 0 or 1 (e.g. {bad[0]!r})')
+        raise ValueError(f'{name}: {bad.size} of {a.size} values are not 0 or 1 (e.g. {bad[0].item()!r})')
     return a.astype(np.uint8)
 
 # %% ../nbs/01_events.ipynb #d255ecd5

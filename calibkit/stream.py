@@ -34,6 +34,7 @@ def _torch_pairs(
     c = c.double()                                      # fixed-width edges are compared in float64, as in the core
     if not bool(((c >= 0) & (c <= 1)).all()): check_conf(c.cpu().numpy())   # raises with counts (NaN fails both tests)
     y = correct.detach() if _is_torch(correct) else correct
+    if _is_torch(y) and y.is_floating_point(): y = y.double()     # bfloat16/float16 outcomes: numpy has no such dtype
     if not _is_torch(y): y = torch.as_tensor(check_correct(y, len(c)), device=c.device)
     if y.ndim != 1 or len(y) != len(c): check_correct(y.cpu().numpy(), len(c))
     if not bool(((y == 0) | (y == 1)).all()): check_correct(y.cpu().numpy(), len(c))
@@ -253,7 +254,7 @@ def _labels(label, n: int, n_groups: int | None):
     bad = ~np.isin(a, np.arange(n_groups)) if a.dtype.kind == 'f' else (a < 0) | (a >= n_groups)
     if bad.any():
         raise ValueError(f'label: {int(bad.sum())} of {n} values are not group ids 0..{n_groups - 1} '
-                         f'(e.g. {a[bad][0]!r})')
+                         f'(e.g. {a[bad][0].item()!r})')
     return a.astype(np.intp)
 
 def _split(c, y, gid, g: int):
@@ -411,18 +412,79 @@ def state_dict(self: CalibrationStream) -> dict:
     if self.binning == 'fixed_width': return st | dict(n=self._n, sum_conf=self._sc, sum_correct=self._sy)
     return st | dict(digests=[d._asdict() for d in self._digests])
 
+def _state_array(state: dict, key: str, dtype, shape=None, where: str = 'state') -> np.ndarray:
+    "`state[key]` as an array of `dtype`'s kind (ints: integer values; floats: finite), of `shape` if given."
+    if key not in state: raise ValueError(f'{where} has no {key!r}: give what state_dict() returned')
+    try: a = np.asarray(state[key].cpu().numpy() if _is_torch(state[key]) else state[key])
+    except Exception as e: raise ValueError(f'{where}[{key!r}] is not an array: {e}') from None
+    if a.dtype.kind not in 'biuf': raise ValueError(f'{where}[{key!r}] must hold numbers, got dtype {a.dtype}')
+    if shape is not None and a.shape != shape:
+        raise ValueError(f'{where}[{key!r}] has shape {a.shape}; the settings make it {shape}')
+    if not np.isfinite(a).all(): raise ValueError(f'{where}[{key!r}]: {int((~np.isfinite(a)).sum())} values are not finite')
+    if np.dtype(dtype).kind == 'i' and (a.dtype.kind == 'f' and (a != np.round(a)).any()):
+        raise ValueError(f'{where}[{key!r}] must hold whole numbers (counts)')
+    return a.astype(dtype, copy=True)
+
+def _check_counts(n, sc, sy, where: str):
+    "The invariants of per-bin or per-node sums: n ≥ 0, 0 ≤ Σy ≤ n, 0 ≤ Σq ≤ n."
+    for what, bad in ((f'{where}: counts must be ≥ 0', n < 0), (f'{where}: Σcorrect must lie in [0, count]', (sy < 0) | (sy > n)),
+                      (f'{where}: Σconf must lie in [0, count]', (sc < 0) | (sc > n * (1 + 1e-12)))):
+        if bad.any(): raise ValueError(f'{what} ({int(bad.sum())} of {bad.size} entries are not)')
+
+def _state_digest(d, where: str) -> _Digest:
+    "A digest's node arrays from a state, checked: what `update` and `merge` produce and nothing else."
+    if not isinstance(d, dict): raise ValueError(f'{where} must be a dict of node arrays, got {type(d).__name__}')
+    if extra := set(d) - set(_Digest._fields): raise ValueError(f'{where} has unknown keys {sorted(extra)}')
+    dg = _Digest(*(_state_array(d, k, t, where=where) for k, t in zip(_Digest._fields, (np.int64,) * 2 + (np.float64,)
+                                                                         + (np.int64,) + (np.float64,) * 2)))
+    if len({a.shape for a in dg}) != 1 or dg.h.ndim != 1:
+        raise ValueError(f'{where}: the node arrays must be 1-dimensional and of one length, got {[a.shape for a in dg]}')
+    _check_counts(dg.n, dg.sum_conf, dg.sum_correct, where)
+    if (dg.n == 0).any(): raise ValueError(f'{where}: {int((dg.n == 0).sum())} nodes hold no events')
+    if (dg.h < 1).any() or (np.diff(dg.h) <= 0).any():
+        raise ValueError(f'{where}: node ids must be positive and strictly ascending')
+    if not ((0 <= dg.lo) & (dg.lo <= dg.hi) & (dg.hi <= 1)).all():
+        raise ValueError(f'{where}: node ranges must satisfy 0 ≤ lo ≤ hi ≤ 1')
+    lev = _levels(dg.h)
+    cell = dg.h - (np.int64(1) << (_DEPTH - lev))
+    if not ((np.abs(dg.lo).view(np.int64) >> lev == cell) & (dg.hi.view(np.int64) >> lev == cell)).all():
+        raise ValueError(f'{where}: node ranges lie outside their nodes\' cells')
+    if not ((dg.sum_conf >= dg.n * dg.lo * (1 - 1e-12)) & (dg.sum_conf <= dg.n * dg.hi * (1 + 1e-12))).all():
+        raise ValueError(f'{where}: Σconf must lie in [count·lo, count·hi]')
+    return dg
+
 @patch(cls_method=True)
 def from_state_dict(
     cls: CalibrationStream,
     state: dict,  # from `state_dict`
 ) -> CalibrationStream:  # an accumulator holding that state
-    "An accumulator rebuilt from `state_dict()`."
+    """An accumulator rebuilt from `state_dict()`; every field is checked, so that it holds only a state `update` and
+    `merge` could have made (a ValueError names the field)."""
+    if not isinstance(state, dict): raise TypeError(f'state must be a dict from state_dict(), got {type(state).__name__}')
+    if not isinstance(state.get('settings'), dict): raise ValueError("state has no 'settings' dict: give what state_dict() returned")
     s = dict(state['settings'])
     self = cls(s.pop('n_bins', None), bin_size=s.pop('bin_size', None), **s)
-    self.n_events = int(state['n_events'])
+    arrays = ('n', 'sum_conf', 'sum_correct') if self.binning == 'fixed_width' else ('digests',)
+    if extra := set(state) - {'settings', 'n_events', *arrays}:
+        raise ValueError(f'state has keys {sorted(extra)} that a {self.binning} accumulator does not have')
+    g = self.n_groups or 1
     if self.binning == 'fixed_width':
-        self._n, self._sc, self._sy = (np.asarray(state[k]).copy() for k in ('n', 'sum_conf', 'sum_correct'))
-    else: self._digests = [_Digest(**{k: np.asarray(v) for k, v in d.items()}) for d in state['digests']]
+        shape = (g, self.spec['n_bins'])
+        n, sc, sy = (_state_array(state, k, t, shape) for k, t in zip(arrays, (np.int64, np.float64, np.int64)))
+        _check_counts(n, sc, sy, 'state')
+        total = int(n.sum())
+        self._n, self._sc, self._sy = n, sc, sy
+    else:
+        ds = state.get('digests')
+        if not isinstance(ds, (list, tuple)) or len(ds) != g:
+            raise ValueError(f"state['digests'] must be a list of {g} digest(s), one per group")
+        self._digests = [_state_digest(d, f"state['digests'][{i}]") for i, d in enumerate(ds)]
+        total = sum(int(d.n.sum()) for d in self._digests)
+    n_events = state.get('n_events')
+    if isinstance(n_events, bool) or not isinstance(n_events, (int, np.integer)) or n_events < 0:
+        raise ValueError(f"state['n_events'] must be an int ≥ 0, got {n_events!r}")
+    if total != n_events: raise ValueError(f"state['n_events'] is {n_events} but the counts add up to {total}")
+    self.n_events = int(n_events)
     return self
 
 # %% ../nbs/08_stream.ipynb #7de76cb2

@@ -13,6 +13,7 @@ with warnings.catch_warnings():     # torchmetrics loads tqdm.auto, which warns 
 import torch
 from torchmetrics.utilities import dim_zero_cat
 from .binning import fixed_width_edges
+from .events import check_conf
 from .stream import CalibrationStream, _Digest, _EMPTY, _combine, _fixed_sums_torch, _torch_pairs
 
 # %% auto #0
@@ -57,7 +58,7 @@ class StreamMetric(torchmetrics.Metric):
         correct,  # their outcomes 0/1
     ) -> None:
         "Add a batch: fixed-width sums on the batch's device, or the batch's digest merged into the state."
-        if not torch.is_tensor(conf): conf = torch.as_tensor(np.asarray(conf, dtype=np.float64))
+        if not torch.is_tensor(conf): conf = torch.as_tensor(check_conf(conf))      # a list, array...: named `conf`
         c, y = _torch_pairs(conf, correct)
         if self._kw['binning'] == 'fixed_width':
             n, sc, sy = _fixed_sums_torch(c, y, None, fixed_width_edges(len(self.n)), len(self.n))
@@ -69,6 +70,37 @@ class StreamMetric(torchmetrics.Metric):
         d, dev = acc._digests[0], (self.ids[0].device if self.ids else conf.device)
         self.ids = [torch.as_tensor(np.stack([d.h, d.n, d.sum_correct], 1), device=dev)]
         self.vals = [torch.as_tensor(np.stack([d.sum_conf, d.lo, d.hi], 1), device=dev)]
+
+    def merge_state(
+        self,
+        incoming_state,  # another StreamMetric with the same settings, or its `metric_state` dict
+    ) -> None:
+        "torchmetrics' merge, once the incoming state is checked: the same settings, and a state `update` could make."
+        if isinstance(incoming_state, StreamMetric):
+            if incoming_state._kw != self._kw:
+                raise ValueError(f'cannot merge metrics with different settings: {self._kw} vs {incoming_state._kw}')
+            state = incoming_state.metric_state
+        elif isinstance(incoming_state, dict): state = incoming_state
+        else: raise TypeError(f'incoming_state must be a StreamMetric or its metric_state dict, got '
+                              f'{type(incoming_state).__name__}')
+        CalibrationStream.from_state_dict(self._stream_state(state))          # a ValueError names the bad field
+        super().merge_state(incoming_state)
+
+    def _stream_state(self, state: dict) -> dict:
+        "A `metric_state` dict as a `CalibrationStream.state_dict()` (for its checks)."
+        settings = CalibrationStream(**self._kw).settings()
+        def rows(v) -> np.ndarray:      # a state tensor, or the list of tensors a state is before a sync
+            if isinstance(v, list): return dim_zero_cat(v).cpu().numpy() if v else np.empty((0, 3))
+            return v.cpu().numpy() if torch.is_tensor(v) else np.asarray(v)
+        if self._kw['binning'] == 'fixed_width':
+            n, sc, sy = (rows(state[k]) if k in state else None for k in ('n', 'sum_conf', 'sum_correct'))
+            return dict(settings=settings, n_events=int(np.sum(n)) if n is not None else 0,
+                        **{k: v[None] for k, v in zip(('n', 'sum_conf', 'sum_correct'), (n, sc, sy)) if v is not None})
+        i, v = rows(state.get('ids', [])), rows(state.get('vals', []))
+        if i.ndim != 2 or v.ndim != 2 or i.shape[1:] != (3,) or v.shape[1:] != (3,) or len(i) != len(v):
+            raise ValueError(f"incoming_state: 'ids' and 'vals' must be n×3 rows of one length, got {i.shape}, {v.shape}")
+        d = _combine(_Digest(i[:, 0], i[:, 1], v[:, 0], i[:, 2], v[:, 1], v[:, 2]))
+        return dict(settings=settings, n_events=int(d.n.sum()), digests=[d._asdict()])
 
     def stream(self) -> CalibrationStream:  # an accumulator holding the metric's events (after sync: every process's)
         "The state as a `CalibrationStream` (its `compute` gives the bins, `BinStats`, and the per-bin table)."
