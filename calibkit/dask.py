@@ -14,7 +14,7 @@ dask = require('dask', 'dask', 'calibkit.dask')
 import dask.array as da, dask.dataframe as dd
 from dask.callbacks import Callback
 from .events import check_choice, check_group_map, check_int, group_ids, group_slices, numeric_array
-from .binning import BinStats, bin_starts, fixed_width_edges, fixed_width_index, sort_pairs, stats_from_sorted
+from .binning import BinStats, bin_spec, bin_starts, fixed_width_edges, fixed_width_index, sort_pairs, stats_from_sorted
 from .recalibrators import HistogramBinning
 from .metrics import group_errors
 from .inputs import EVENT_SUFFIXES, InputError, check_schemas, event_files, show_path
@@ -254,9 +254,7 @@ def equal_mass_stats(
     sketch=None,  # values kept per partition to place the bin edges (default: see `sketch_size`)
 ) -> BinStats:
     "`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`) of dask data: sketched edges, exact sums."
-    if (bin_size is None) == (n_bins is None):
-        bin_starts(1, bin_size=bin_size, n_bins=n_bins)       # the core's error, before any pass
-    spec = partial(bin_starts, bin_size=bin_size, n_bins=n_bins)
+    spec = partial(bin_starts, **bin_spec(n_bins, bin_size))   # the core's default and error, before any pass
     return _equal_mass(_parts(conf, correct), spec, moments=moments, sketch=sketch)[0]
 
 
