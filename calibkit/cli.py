@@ -424,8 +424,8 @@ def _run(args) -> int:
     except BrokenPipeError:                            # the reader went away (e.g. `| head -1`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except KeyboardInterrupt:
-        print('calibkit: interrupted', file=sys.stderr)
+    except KeyboardInterrupt as e:                     # a plugin's interrupt names the plugin
+        print(f'calibkit: interrupted{": " if str(e) else ""}{e}', file=sys.stderr)
         return 130
     except Exception as e:
         if args.debug: raise

@@ -317,23 +317,42 @@ def make(kind: str,  # 'extractor', 'grouper' or 'recalibrator'
 
 # %% ../nbs/10_plugins.ipynb #4539f167
 class PluginError(Exception):
-    "An installed plugin's method raised, or returned NaN: the message names the plugin and its distribution."
+    """An installed plugin's method raised, exited, or returned what calibkit cannot use (NaN, values outside [0, 1],
+    the wrong length or type): the message names the plugin and its distribution."""
 
 _GUARDED = {'extractor': ('extract',), 'grouper': ('fit', 'assign'), 'recalibrator': ('fit', 'transform', 'predict')}
 
-def _nan_count(out) -> int:
-    "NaN values in a method's floating-point output (an array, a Series, or a frame's `conf`); 0 for anything else."
-    vals = out['conf'] if isinstance(out, pd.DataFrame) and 'conf' in out.columns else out
-    if not isinstance(vals, (np.ndarray, pd.Series)) or np.asarray(vals).dtype.kind != 'f': return 0
-    return int(np.isnan(np.asarray(vals)).sum())
+def _bad_output(kind: str, name: str, out, args) -> str | None:
+    """What is wrong with what a plugin's method returned, or None: an extractor's events, a recalibrator's
+    probabilities, a grouper's group ids (one per input value, no NaN)."""
+    if name == 'fit': return None
+    if kind == 'extractor':
+        if not isinstance(out, pd.DataFrame) or not {'conf', 'correct'} <= set(out.columns):
+            return f'not an events frame with conf and correct (got {type(out).__name__})'
+        vals, y = out['conf'].to_numpy(), out['correct'].to_numpy()
+        if y.dtype.kind not in 'biuf' or not np.isin(y, (0, 1)).all(): return 'correct values other than 0 and 1'
+    else:
+        framed = isinstance(out, pd.DataFrame) and 'conf' in out.columns      # a recalibrator given events
+        try: vals = np.asarray(out['conf'] if framed else out)
+        except Exception: return f'{type(out).__name__}, not an array'
+        n_in = len(args[0]) if args and hasattr(args[0], '__len__') else None
+        if vals.ndim == 0 or (n_in is not None and len(vals) != n_in):
+            return f'{vals.size} values for {n_in} inputs'
+    if vals.dtype.kind not in 'biuf': return f'values of dtype {vals.dtype}, not numbers' if kind != 'grouper' else None
+    if (nan := int(np.isnan(vals).sum()) if vals.dtype.kind == 'f' else 0): return f'{nan} NaN values of {vals.size}'
+    if kind != 'grouper' and (out_of := int(((vals < 0) | (vals > 1)).sum())):
+        return f'{out_of} of {vals.size} values outside [0, 1] (min {vals.min():g}, max {vals.max():g})'
+    return None
 
-def _guarded_method(where: str, name: str, method):
+def _guarded_method(where: str, kind: str, name: str, method):
     def call(self, *args, **kw):
-        try: out = method(self, *args, **kw)
+        try:
+            with _stdout_to_stderr(): out = method(self, *args, **kw)     # its prints never reach a --json reader
         except PluginError: raise
+        except KeyboardInterrupt as e: raise KeyboardInterrupt(f'{where}: {name}() was interrupted') from e
+        except SystemExit as e: raise PluginError(f'{where}: {name}() called sys.exit({e.code!r})') from e
         except Exception as e: raise PluginError(f'{where}: {name}() raised {_one_line(e)}') from e
-        if name != 'fit' and (bad := _nan_count(out)):
-            raise PluginError(f'{where}: {name}() returned {bad} NaN values of {len(out)}')
+        if why := _bad_output(kind, name, out, args): raise PluginError(f'{where}: {name}() returned {why}')
         return out
     return functools.wraps(method)(call)
 
@@ -345,7 +364,7 @@ def guard(kind: str,  # 'extractor', 'grouper' or 'recalibrator'
     r = next((r for r in registry()[kind].values() if r.cls is type(obj)), None)
     if r is None or r.distribution == 'calibkit': return obj
     where = f'{kind} {r.name!r} from calibkit {_where(r.plugin)}'
-    ns = {m: _guarded_method(where, m, getattr(r.cls, m)) for m in _GUARDED[kind] if callable(getattr(r.cls, m, None))}
+    ns = {m: _guarded_method(where, kind, m, getattr(r.cls, m)) for m in _GUARDED[kind] if callable(getattr(r.cls, m, None))}
     same = dict(__module__=r.cls.__module__, __qualname__=r.cls.__qualname__)
     obj.__class__ = type(r.cls.__name__, (r.cls,), ns | same)
     return obj

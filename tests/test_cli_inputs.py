@@ -167,6 +167,7 @@ def test_plugin_printing_at_import_keeps_stdout_json(data, tmp_path):
 
 
 RECAL = '''
+    import sys
     import numpy as np
     from calibkit.plugins import hookimpl
     class Odd:
@@ -175,8 +176,11 @@ RECAL = '''
         def fit(self, X, y=None):
             if self.how == 'raise': raise RuntimeError('fit exploded')
             if self.how == 'key': raise KeyError('nope')
+            if self.how == 'exit': sys.exit(0)
+            if self.how == 'print': print('fitting odd')
             return self
-        def transform(self, X): return X.assign(conf=np.nan)
+        def transform(self, X):
+            return X.assign(conf=2 * X.conf) if self.how == 'double' else X if self.how == 'print' else X.assign(conf=np.nan)
     @hookimpl
     def register_recalibrators(register): register(Odd)
 '''
@@ -184,12 +188,34 @@ RECAL = '''
 
 @pytest.mark.parametrize('how, says', [('raise', 'fit() raised RuntimeError: fit exploded'),
                                        ('key', "fit() raised KeyError: 'nope'"),
-                                       ('nan', 'transform() returned 400 NaN values of 400')])
+                                       ('nan', 'transform() returned 400 NaN values of 400'),
+                                       ('exit', 'fit() called sys.exit(0)')])
 def test_plugin_failures_name_the_plugin_and_its_distribution(data, tmp_path, how, says):
-    "E3: exit 1 with 'fit exploded' or \"'nope'\", or 'conf: 5000 of 5000 values are NaN', none naming the plugin."
+    """E3: exit 1 with 'fit exploded' or "'nope'", or 'conf: 5000 of 5000 values are NaN', none naming the plugin;
+    issue 38: sys.exit(0) in fit exited 0 with no report, 2 × conf exited 65 blaming the data."""
     r = calibkit('report', data/'test.csv', '--json', '--fit', data/'test.csv', '--recalibrator', 'odd', '--param', f'how="{how}"',
                  env=plugin_dist(tmp_path, RECAL))
     assert one_line(r, 70) == f"recalibrator 'odd' from calibkit plugin 'odd' (distribution 'odd-plugin'): {says}"
+
+
+def test_a_plugin_returning_probabilities_outside_0_1_is_named_not_the_data(data, tmp_path):
+    "Issue 38: a recalibrator returning 2 × conf exited 65, blaming the user's data."
+    import pandas as pd
+    conf = pd.read_csv(data/'test.csv').conf
+    r = calibkit('report', data/'test.csv', '--json', '--fit', data/'test.csv', '--recalibrator', 'odd', '--param', 'how="double"',
+                 env=plugin_dist(tmp_path, RECAL))
+    over = 2 * conf[conf > .5]
+    assert one_line(r, 70) == (f"recalibrator 'odd' from calibkit plugin 'odd' (distribution 'odd-plugin'): transform() returned "
+                               f"{len(over)} of {len(conf)} values outside [0, 1] (min {2 * conf.min():g}, max {over.max():g})")
+
+
+def test_a_plugin_printing_inside_its_methods_keeps_stdout_json(data, tmp_path):
+    "Issue 38: a print inside fit came before the JSON of --json."
+    r = calibkit('report', data/'test.csv', '--json', '--fit', data/'test.csv', '--recalibrator', 'odd', '--param', 'how="print"',
+                 env=plugin_dist(tmp_path, RECAL))
+    assert r.returncode == 0, r.stderr
+    json.loads(r.stdout)
+    assert 'fitting odd' in r.stderr
 
 
 def test_huge_fixed_width_n_bins_allocates_nothing_big(data):
