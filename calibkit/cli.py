@@ -131,8 +131,11 @@ def input_error(e: Exception,  # an error of `calibkit.inputs` (an `InputError`)
                 ) -> CLIError:  # its one line and exit status
     """The CLI's line for an input `calibkit.inputs` refused: 66 missing; 2 not a score matrix, or a `PlanError`
     but 'labels'; else 65."""
-    from calibkit.inputs import NoInputError, PlanError, ScoresNeededError, ThresholdError, show_path   # `e`'s module
+    from calibkit.inputs import LogitsError, NoInputError, PlanError, ScoresNeededError, ThresholdError, show_path
     if isinstance(e, NoInputError): return CLIError(EX_NOINPUT, first_line(e))
+    if isinstance(e, LogitsError):
+        return CLIError(EX_DATAERR, f'{e.said()}; if they are logits, read them with --extractor softmax '
+                                    f'--extractor-param kind=logits')
     if isinstance(e, ScoresNeededError): return CLIError(EX_USAGE, f'{CONFORMAL_NEEDS}; {e.detail}')
     if isinstance(e, PlanError):
         return CLIError(EX_DATAERR if e.reason == 'labels' else EX_USAGE, PLAN_WORDS[e.reason].format(detail=e.detail))
@@ -162,10 +165,22 @@ def dask_cluster(address: str | None,  # None: no cluster; '' (--dask alone): a 
     with client: yield client
 
 # %% ../nbs/62_cli.ipynb #e053c9d9
+def _takers(kind: str, keys: list) -> str:
+    "Which registered plugins of `kind` take every parameter in `keys`, as the end of a usage message."
+    import inspect
+    from calibkit.plugins import registry   # lazy: the registry loads the installed plugins
+    def takes(cls) -> bool:
+        try: return all(k in inspect.signature(cls).parameters for k in keys)
+        except (TypeError, ValueError): return False
+    names = sorted(n for n, r in registry()[kind].items() if takes(r.cls))
+    said = ', '.join(dict.fromkeys(keys))
+    if not names: return f': no {kind} takes {said}'
+    return f": {said} is a parameter of {' and '.join(names)} (--{kind} {names[0]})"
+
 def _plugin(kind: str, name, params):
     "The plugin instance `name` built with `params` (K=V pairs): an unknown name exits 2, a refused parameter 65."
     if name is None:
-        if params: raise CLIError(EX_USAGE, f'--{kind}-param needs --{kind}')
+        if params: raise CLIError(EX_USAGE, f'--{kind}-param needs --{kind}{_takers(kind, [k for k, _ in params])}')
         return None
     from calibkit.plugins import guard, make, registry   # lazy: the registry loads the installed plugins
     if name not in registry()[kind]:

@@ -15,10 +15,11 @@ from .extractors.seq2seq import read_calibration_metric_logits
 
 # %% auto #0
 __all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'SCORE_INPUTS', 'GLOB_CHARS', 'PLAN_REASONS', 'show_path', 'InputError',
-           'NoInputError', 'ThresholdError', 'ScoresNeededError', 'check_file', 'read_text', 'jsonl_records',
-           'read_events', 'record_lines', 'read_npz', 'read_scores', 'read_counts', 'event_files', 'file_columns',
-           'check_schemas', 'read_event_files', 'read_stdin', 'is_many', 'input_name', 'raw_output', 'threshold_events',
-           'load_input', 'load_scores', 'dataset_files', 'PlanError', 'InputPlan', 'plan', 'read_inputs', 'FORMATS']
+           'NoInputError', 'ThresholdError', 'LogitsError', 'ScoresNeededError', 'check_file', 'read_text',
+           'jsonl_records', 'read_events', 'record_lines', 'read_npz', 'read_scores', 'read_counts', 'event_files',
+           'file_columns', 'check_schemas', 'read_event_files', 'read_stdin', 'is_many', 'input_name', 'raw_output',
+           'threshold_events', 'load_input', 'load_scores', 'dataset_files', 'PlanError', 'InputPlan', 'plan',
+           'read_inputs', 'FORMATS']
 
 # %% ../nbs/61_inputs.ipynb #in61c001
 EVENT_SUFFIXES = {'.csv': 'csv', '.tsv': 'csv', '.parquet': 'parquet', '.pq': 'parquet',
@@ -49,6 +50,23 @@ class ThresholdError(InputError):
                  ):
         super().__init__(f'{show_path(source)}: all {n_events} events score below the threshold {threshold}')
         self.source, self.n_events, self.threshold = source, n_events, threshold
+
+class LogitsError(InputError):
+    "A score matrix with values outside [0, 1] (`source`; `count` of `size`, `lo`, `hi`): logits, most likely."
+    def __init__(self,
+                 source,  # the input, as its messages name it
+                 count: int,  # how many scores lie outside [0, 1]
+                 size: int,  # how many scores there are
+                 lo: float,  # the smallest score
+                 hi: float,  # the largest score
+                 ):
+        self.source, self.count, self.size, self.lo, self.hi = source, count, size, lo, hi
+        super().__init__(f"{self.said()}; if they are logits, the softmax extractor reads them (kind='logits')")
+
+    def said(self) -> str:
+        "What is wrong, without the way on (a caller words that in its own terms)."
+        return (f'{show_path(self.source)}: scores: {self.count} of {self.size} values are outside [0, 1] '
+                f'(min {self.lo:g}, max {self.hi:g}): probabilities were expected')
 
 class ScoresNeededError(InputError):
     "An input that holds no score matrix where one is needed (`detail` says what it holds): a usage error."
@@ -329,6 +347,8 @@ def read_scores(
     s = z['scores']
     k = s.shape[1] if s.ndim == 2 else 0
     labels = [str(v) for v in (z['labels'].tolist() if 'labels' in z else range(k))]
+    if s.dtype.kind in 'iuf' and s.size and np.isfinite(s).all() and ((s < 0) | (s > 1)).any():
+        raise LogitsError(path, int(((s < 0) | (s > 1)).sum()), s.size, float(s.min()), float(s.max()))
     try: ev = events_from_scores(s, z['gold'], threshold=threshold, labels=labels)
     except (ValueError, TypeError) as e: raise InputError(f'{show_path(path)}: {e}') from None
     if ev.empty:

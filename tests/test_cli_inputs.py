@@ -57,11 +57,30 @@ def test_true_line_at_the_command_line(tmp_path, text, line):
     (['--n-groups', '3'], '--n-groups needs --grouper'),
     (['--fit', 'test.csv'], '--fit needs --recalibrator, --grouper or --conformal'),
     (['--n-samples', '1000000000'], '--n-samples must be an integer in [2, 10000]'),
+    (['--extractor-param', 'kind=logits'], '--extractor-param needs --extractor: kind is a parameter of softmax (--extractor softmax)'),
+    (['--extractor-param', 'level=token', '--extractor-param', 'how=min'],
+     '--extractor-param needs --extractor: level, how is a parameter of openai_logprobs and seq2seq (--extractor openai_logprobs)'),
+    (['--extractor-param', 'zzz=1'], '--extractor-param needs --extractor: no extractor takes zzz'),
 ])
 def test_flags_that_configure_nothing_or_too_much_are_usage_errors(data, tmp_path, args, says):
     "S2/E3/E4: before anything is read or allocated; no output folder appears."
     r = calibkit('report', data/'test.csv', *args, '--out', tmp_path/'r')
     assert says in one_line(r, 2) and not (tmp_path/'r').exists()
+
+
+def test_logits_are_refused_with_the_flags_that_read_them(tmp_path):
+    "Issue 35: a score matrix of logits was refused as 'values are outside [0, 1]', saying nothing of the way on."
+    rng = np.random.default_rng(0)
+    logits, tags = rng.normal(0, 3, (400, 4)), np.array(['NN', 'VB', 'JJ', 'DT'])
+    p = tmp_path/'logits.npz'
+    np.savez(p, scores=logits, gold=tags[rng.integers(0, 4, 400)], labels=tags)
+    out = ((logits < 0) | (logits > 1)).sum()
+    assert one_line(calibkit('report', p, '--json'), 65) == (
+        f'{p}: scores: {out} of 1600 values are outside [0, 1] (min {logits.min():g}, max {logits.max():g}): probabilities '
+        'were expected; if they are logits, read them with --extractor softmax --extractor-param kind=logits')
+    r = calibkit('report', p, '--json', '--extractor', 'softmax', '--extractor-param', 'kind=logits')
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)['summary']['labels'] == 4
 
 
 def test_bad_and_unknown_plugin_parameters_share_one_exit_status(data):
