@@ -4,14 +4,14 @@
 
 # %% ../nbs/60_report.ipynb #cbd2f64f
 from __future__ import annotations
-import importlib, inspect, json, warnings
+import inspect, json, warnings
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
 from .events import as_pairs, check_choice, check_int, check_probs
-from .binning import BINNINGS, BinStats, bin_stats, bin_table, group_bins, sorted_events, wsum, z_value
+from .binning import (BINNINGS, BinStats, bin_interval, bin_stats, bin_table, group_bins, sorted_events,
+                              wsum)
 from .metrics import brier, calib_mse_interval, ece_interval
 from .significance import CALIBRATED, binomial_bands, consistency_bands, ecce_r_test, spiegelhalter_test
 from .selective import COVERAGES, MAX_CURVE_POINTS, ranking, risk_coverage, selective_summary
@@ -21,8 +21,8 @@ from .plugins import make
 # %% auto #0
 __all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'stage_stats', 'bins_note',
            'metric_rows', 'recalibrated', 'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text',
-           'stage_significance', 'significance_text', 'Report', 'stage_name', 'conformal_summary', 'calibration_report',
-           'dask_report', 'report_charts']
+           'stage_significance', 'significance_text', 'reconcile_text', 'verdict_sentences', 'Report', 'stage_name',
+           'conformal_summary', 'calibration_report', 'dask_report', 'report_charts']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -85,7 +85,10 @@ METRICS = {   # stable key -> (display name, one-line definition); the keys are 
     'brier_calibration': ('Brier: calibration', 'The binned calibration term: equal to CalibMSE.'),
     'brier_refinement': ('Brier: refinement', 'Σ over bins of (bin events / all events) · acc(1 − acc): how '
                          'well the confidences separate correct from wrong (uncertainty − resolution).'),
-    'brier_within_bin': ('Brier: within_bin', 'What binning hides: the spread of confidences inside the bins.'),
+    'brier_within_bin': ('Brier: within_bin', 'What the bins\' means leave out: Σ over bins of (bin events / all '
+                         'events) · (variance of the confidences − 2 · their covariance with the outcomes), within '
+                         'the bin. Negative, and no error, when within bins the correct events tend to have the '
+                         'higher confidences (twice the covariance then exceeds the variance).'),
     'brier_resolution': ('Brier: resolution', 'Σ over bins of (bin events / all events) · (acc − overall '
                          "accuracy)²: how much the bins' accuracies differ from the base rate."),
     'brier_uncertainty': ('Brier: uncertainty', 'Overall accuracy · (1 − overall accuracy): the Brier score of '
@@ -199,19 +202,18 @@ def stage_verdict(bins: pd.DataFrame,  # the stage's bins table (`bin_table`)
                   rows: list[dict],  # its `metric_rows`
                   level: float,  # the interval level
                   ) -> dict:
-    """What one stage's numbers say: the direction overall (mean confidence above or below accuracy by more than the
-    accuracy's `level` interval, else 'neither') and the confidence ranges where bins are over- or under-confident
-    (accuracy outside the bin's `level` interval, below or above the bin's mean confidence), the headline CalibMSE
-    with its interval, and whether the miscalibration is distinguishable from noise (the debiased CalibMSE's interval
-    lies above 0)."""
+    """What one stage's numbers say: the direction overall (mean confidence above or below the accuracy's `level`
+    interval, else 'neither') and the confidence ranges where bins are over- or under-confident (the bin's accuracy
+    interval `ci_lo`–`ci_hi` below or above its mean confidence), the headline CalibMSE with its interval, and whether
+    the miscalibration is distinguishable from noise (the debiased CalibMSE's interval lies above 0). Every interval
+    of an accuracy is `bin_interval`'s (Wilson's)."""
     m, bins = {r['key']: r for r in rows}, bins[bins.n > 0]
     n, conf, acc = bins.n.to_numpy(), bins.conf.to_numpy(), bins.acc.to_numpy()
     mean_conf, accuracy = float((n * conf).sum() / n.sum()), float((n * acc).sum() / n.sum())
     over, under = bins.ci_hi.to_numpy() < conf, bins.ci_lo.to_numpy() > conf
     d = m['calib_mse_debiased']
-    margin = z_value(level) * np.sqrt(accuracy * (1 - accuracy) / n.sum())
-    return dict(direction='over-confident' if mean_conf - accuracy > margin
-                else 'under-confident' if accuracy - mean_conf > margin else 'neither',
+    lo, hi = bin_interval(min(float((n * acc).sum()), float(n.sum())), float(n.sum()), level)   # all events: one bin
+    return dict(direction='over-confident' if mean_conf > hi else 'under-confident' if mean_conf < lo else 'neither',
                 mean_conf=mean_conf, accuracy=accuracy, level=level,
                 over=_ranges(over, bins.lo.to_numpy(), bins.hi.to_numpy()),
                 under=_ranges(under, bins.lo.to_numpy(), bins.hi.to_numpy()),
@@ -222,11 +224,13 @@ def stage_verdict(bins: pd.DataFrame,  # the stage's bins table (`bin_table`)
 # %% ../nbs/60_report.ipynb #cbfd7466
 def _g(v: float) -> str: return f'{v:#.3g}'          # 3 significant digits, trailing zeros kept: 0.0100, 0.000220
 
+def _alpha(level: float) -> str: return f'{100 * (1 - level):.3g}%'   # a test's significance level α = 1 − level
+
 def verdict_text(v: dict,  # a `stage_verdict`
                  stage: str = '',  # text put before the first sentence
                  ) -> list[str]:
     "The sentences of a stage's verdict (`stage_verdict`), for the summary at the top of the report."
-    pct = f'{v["level"]:.0%}'
+    pct, a = f'{v["level"]:.0%}', _alpha(v['level'])
     span = lambda r: f'{r["lo"]:.2f}' + (f'–{r["hi"]:.2f}' if f'{r["hi"]:.2f}' != f'{r["lo"]:.2f}' else '')
     where = lambda rs: ' and '.join(f'{span(r)} ({r["bins"]} bin{"s" * (r["bins"] > 1)})' for r in rs)
     mc = f'mean confidence {v["mean_conf"]:.3f}, accuracy {v["accuracy"]:.3f}'
@@ -239,15 +243,14 @@ def verdict_text(v: dict,  # a `stage_verdict`
         parts = ([f'over-confident ({below}) for confidences {where(v["over"])}'] if v['over'] else []) + \
                 ([f'under-confident ({above}) for confidences {where(v["under"])}'] if v['under'] else [])
         out.append(' and '.join(parts).capitalize() + '.')
-    else: out.append(f'No bin\'s accuracy lies outside its {pct} interval around the bin\'s mean confidence.')
+    else: out.append(f'No bin\'s {pct} accuracy interval excludes the bin\'s mean confidence.')
     e, lo, hi = v['calib_mse']; d, dlo, dhi = v['calib_mse_debiased']
+    debiased = f'the debiased CalibMSE {_g(d)} has a {pct} interval {_g(dlo)} to {_g(dhi)}'
     out.append(f'CalibMSE {_g(e)} ({pct} CI {_g(lo)}–{_g(hi)}), noise floor {_g(v["noise_floor"])}: the '
-               'miscalibration is '
-               + (f'distinguishable from noise (the debiased CalibMSE {_g(d)} has a {pct} interval {_g(dlo)} to '
-                  f'{_g(dhi)}, above 0).'
-                  if v['distinguishable'] else
-                  f'not distinguishable from noise at the {pct} level (the debiased CalibMSE {_g(d)} has a {pct} '
-                  f'interval {_g(dlo)} to {_g(dhi)}, which includes 0).'))
+               'miscalibration is ' + (f'distinguishable from noise at the {a} level ({debiased}, above 0).'
+                                       if v['distinguishable'] else
+                                       f'not distinguishable from noise at the {a} level ({debiased}, which '
+                                       'includes 0).'))
     return out
 
 # %% ../nbs/60_report.ipynb #24899e1a
@@ -282,14 +285,40 @@ def stage_significance(c,  # a stage's confidences, or its `SortedEvents`
 # %% ../nbs/60_report.ipynb #efaa35dc
 def significance_text(s: dict,  # a `stage_significance` (as metrics.json holds it: None for NaN)
                       ) -> str:
-    "The significance line of a stage: the test, its statistic and p-value, and what they mean at the report's level."
+    """The significance line of a stage: the test, its statistic and p-value, and what they mean at the significance
+    level α = 1 − the report's level."""
     name, level = s['name'], s['level']
     if s['significant'] is None:
         return f'Significance ({name}): not computed, the test is undefined on these confidences.'
     p = f'p = {s["p_value"]:.2g}' if s['p_value'] > 0 else 'p < 1e-300'
     head = f'Significance ({name} = {s["statistic"]:.3g}, {p}): '
-    return head + (f'the miscalibration is significant at level {level:g}.' if s['significant'] else
-                   f'not distinguishable from calibrated at level {level:g}.')
+    return head + (f'the miscalibration is significant at the {_alpha(level)} level.' if s['significant'] else
+                   f'not distinguishable from calibrated at the {_alpha(level)} level.')
+
+# %% ../nbs/60_report.ipynb #b7e1c002
+def reconcile_text(v: dict,  # a `stage_verdict`
+                   s: dict,  # the stage's `stage_significance`
+                   ) -> str | None:
+    """One sentence when the binned estimate (`v`: distinguishable from noise or not) and the test (`s`: significant
+    or not) disagree: what each sees and what to conclude; None when they agree or the test was not computed."""
+    if s['significant'] is None or s['significant'] == v['distinguishable']: return None
+    d, _, dhi = v['calib_mse_debiased']
+    head = f'The binned estimate and {s["name"]} disagree: '
+    if s['significant']:
+        return (head + f'the binned CalibMSE averages the events within each bin and its interval carries every bin\'s '
+                f'sampling noise, while {s["name"]} needs no bins and is more powerful against a small deviation that '
+                'keeps its sign over a range of confidences; conclude that a small miscalibration is present, its '
+                f'debiased CalibMSE below {_g(dhi)}.')
+    return (head + f'the binned CalibMSE squares every bin\'s gap, while {s["name"]} sums the deviations along the '
+            'sorted confidences, where gaps that change sign from one bin to the next cancel; conclude that the '
+            f'miscalibration is small (debiased CalibMSE {_g(d)}) and changes sign along the confidences, or is '
+            'weaker than the binned interval alone suggests.')
+
+def verdict_sentences(v: dict,  # a `stage_verdict`
+                      s: dict,  # the stage's `stage_significance`
+                      ) -> list[str]:
+    "Every sentence of a stage's verdict: `verdict_text`, `significance_text`, and `reconcile_text` when they disagree."
+    return [*verdict_text(v), significance_text(s), *filter(None, [reconcile_text(v, s)])]
 
 # %% ../nbs/60_report.ipynb #cb2fb005
 SELECTIVE = {   # stable key -> (display name, one-line definition): metrics.json's stages.<stage>.selective
@@ -321,6 +350,8 @@ class Report:
                                                  # selective
     curves: pd.DataFrame | None = None           # stage, conf, coverage, risk, gen_risk, oracle_risk (risk–coverage)
     conformal: dict | None = None                # conformal sets: coverage and mean set size (`conformal_summary`)
+    verdict: dict = field(default_factory=dict)  # stage -> the sentences of its verdict (`verdict_sentences`), as
+                                                 # the page and metrics.json show them
 
     @cached_property
     def charts(self) -> dict: return report_charts(self)
@@ -332,24 +363,11 @@ class Report:
         """metrics.json's text, strict JSON; the tables one record per line, by pandas' writer (fast for a million
         groups)."""
         conf = {} if self.conformal is None else dict(conformal=self.conformal)
-        head = json.dumps(_strict(dict(summary=self.summary, stages=self.stages, meta=self.meta,
+        head = json.dumps(_strict(dict(summary=self.summary, verdict=self.verdict, stages=self.stages, meta=self.meta,
                                        warnings=list(self.warnings), **conf)),
                           indent=1, default=str, allow_nan=False)
         tables = ''.join(f',\n "{k}": {_records(df)}' for k, df in (('metrics', self.metrics), ('groups', self.groups)))
         return head[:-2] + tables + '\n}\n'
-    def to_html(self) -> str:
-        "Deprecated: `calibkit.render.report_html(report)`."
-        return _render('report_html', instead='Report.to_html()')(self)
-    def save(self, out, *, force: bool = False, inputs=()) -> list[Path]:
-        "Deprecated: `calibkit.render.save_report(report, out, force=..., inputs=...)`."
-        return _render('save_report', instead='Report.save(...)')(self, out, force=force, inputs=inputs)
-
-def _render(name: str, instead: str | None = None):
-    "`calibkit.render`'s `name`; a DeprecationWarning naming it when it is reached through the old method `instead`."
-    if instead: warnings.warn(f'{instead} is deprecated: use calibkit.render.{name}', DeprecationWarning, stacklevel=3)
-    # deliberately lazy and dynamic: render sits above report (it imports this module), so the Report methods kept
-    # for old callers reach it at call time, without an upward import (pyproject.toml's layers, tests/test_layers.py)
-    return getattr(importlib.import_module('calibkit.render'), name)
 
 def _records(df) -> str:
     "A table as a JSON array of records, one per line (NaN and ±inf as null), or null."
@@ -526,7 +544,9 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
     return Report(summary=summary, metrics=pd.DataFrame(metrics),
                   bins=pd.concat(bins)[cols].reset_index(drop=True),
                   groups=pd.concat(groups).reindex(columns=gcols).reset_index(drop=True) if groups else None,
-                  meta=meta, warnings=said, stages=info, conformal=conf,
+                  meta=meta, warnings=said, stages=info,
+                  verdict={s: verdict_sentences(i['verdict'], i['significance']) for s, i in info.items()},
+                  conformal=conf,
                   curves=pd.concat(curves)[['stage', *curves[0].columns[:-1]]].reset_index(drop=True))
 
 # %% ../nbs/60_report.ipynb #a2709445
@@ -677,6 +697,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                   bins=pd.concat(bins)[cols].reset_index(drop=True),
                   groups=pd.concat(groups).reindex(columns=gcols).reset_index(drop=True) if groups else None,
                   meta=meta, warnings=said, stages=info,
+                  verdict={s: verdict_sentences(i['verdict'], i['significance']) for s, i in info.items()},
                   curves=pd.concat(curves)[['stage', *curves[0].columns[:-1]]].reset_index(drop=True))
 
 # %% ../nbs/60_report.ipynb #baf6b35e
