@@ -5,6 +5,7 @@
 # %% ../nbs/60_report.ipynb #cbd2f64f
 from __future__ import annotations
 import inspect, json, warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 import numpy as np, pandas as pd
@@ -127,17 +128,35 @@ def _grouper(grouper, n_groups):
     return make('grouper', grouper, dict(n_groups=n_groups)) if g is not grouper else g.set_params(n_groups=n_groups)
 
 # %% ../nbs/60_report.ipynb #54112e4d
+@contextmanager
+def _events_of(source: str):
+    """Within it, a grouper's `UnseenLabels` warning (the labels being one per event of `source`) is said again about
+    `source`'s events; other warnings pass unchanged."""
+    from calibkit.groupers import UnseenLabels     # deliberately lazy: scikit-learn, only when grouping
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        yield
+    for w in caught:
+        m = w.message
+        warnings.warn(f'{source}: {m.n:,} of its {m.total:,} events have a tag unseen in training ({len(m.tags)} '
+                      f'distinct, e.g. {m.tags[:5]}): {m.grouper} puts them in its last group ({m.group})'
+                      if isinstance(m, UnseenLabels) else m, stacklevel=3)
+
 def recalibrated(ev,  # the evaluated events
                  fit,  # the held-out events the recalibrator is fitted on
                  grouper,  # a fitted grouper instance (one recalibrator per group), or None
                  recalibrator,  # a recalibrator instance
+                 *, names=('the evaluated events', 'the fit events'),  # what `ev` and `fit` are called in warnings
                  ):
-    "The events with conf replaced by the `recalibrator` fitted on `fit` (one per group under a `grouper`)."
+    """The events with conf replaced by the `recalibrator` fitted on `fit` (one per group under a `grouper`); a
+    warning about tags unseen in training names the events it counts (`names`)."""
     if fit is None: raise ValueError('recalibrating needs fit events (the `fit` argument): recalibrators are fitted '
                                      'on held-out data, never on the events they are judged on')
-    if grouper is None: return recalibrator.fit(fit).transform(ev)
-    from calibkit.recalibrators import Grouped     # deliberately lazy: scikit-learn, only when recalibrating
-    return Grouped(grouper, recalibrator).fit(fit).transform(ev)
+    if grouper is not None:
+        from calibkit.recalibrators import Grouped     # deliberately lazy: scikit-learn, only when recalibrating
+        recalibrator = Grouped(grouper, recalibrator)
+    with _events_of(names[1]): recalibrator.fit(fit)
+    with _events_of(names[0]): return recalibrator.transform(ev)
 
 # %% ../nbs/60_report.ipynb #2429ffb1
 def _summary(ev: pd.DataFrame, st) -> dict:
@@ -458,13 +477,15 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                        seed=None,  # their seed (default: the settings' seed)
                        title='Calibration report',  # the page's title
                        fit_name: str | None = None,  # what the fit events are called in the report (e.g. the file name)
+                       events_name: str | None = None,  # what the evaluated events are called in its warnings (a file)
                        meta: dict | None = None,  # extra provenance recorded in metrics.json
                        conformal: dict | None = None,  # conformal sets: `conformal_summary`'s arguments but the grouper
                        ) -> Report:
     "Metrics with intervals, a verdict, bins, per-group GMCE and before/after recalibration for an events frame."
     if _is_dask(events):
         if conformal is not None: raise ValueError('conformal sets need score matrices in memory, not a dask frame')
-        return dask_report(**{k: v for k, v in locals().items() if k not in ('events', 'conformal')}, events=events)
+        return dask_report(**{k: v for k, v in locals().items() if k not in ('events', 'conformal', 'events_name')},
+                           events=events)
     c0, y0 = as_pairs(events)
     if fit is not None: as_pairs(fit)
     check_choice('binning', binning, BINNINGS)
@@ -474,6 +495,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
     level, n_samples, seed = default('ci_level', level), default('ci_samples', n_samples), default('seed', seed)
     seed = check_int('seed', seed, 0)
     said = []
+    names = (f'{events_name} (the evaluated events)' if events_name else 'the evaluated events',
+             f'{fit_name} (the fit events)' if fit_name else 'the fit events')
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         g = _grouper(grouper, n_groups)
@@ -490,7 +513,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             said.append('the fit events are the evaluated events: the result is not held-out')
         stages = {'before': (events, c0, y0)}           # validated once: the arrays are reused
         if recalibrator not in (None, 'none'):
-            after = recalibrated(events, fit, g, make('recalibrator', recalibrator, params))
+            after = recalibrated(events, fit, g, make('recalibrator', recalibrator, params), names=names)
             stages['after'] = (after, *as_pairs(after))
         metrics, bins, groups, curves, info = [], [], [], [], {}
         gn = dict(grouper=_plugin_name(grouper), n_groups=getattr(g, 'n_groups_', None))
@@ -514,7 +537,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                                significance=stage_significance(se, None, level=level),
                                selective=selective_summary(rk).to_dict())
             if g is None: continue
-            gid = np.asarray(g.assign(ev['label']))
+            with _events_of(names[0]): gid = np.asarray(g.assign(ev['label']))
             gb = 'equal_mass' if binning == 'adaptive' else binning
             sg, bg = group_bins(c, y, gid, g.n_groups_, n_bins=n_bins, bin_size=bin_size, binning=gb)
             every, per = np.arange(1, g.n_groups_ + 1), gb == 'equal_mass'   # every group; equal-mass: sizes asked
