@@ -11,8 +11,7 @@ from functools import cached_property
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
 from .events import as_pairs, check_choice, check_int, check_probs
-from .binning import (BINNINGS, BinStats, bin_interval, bin_stats, bin_table, group_bins, sorted_events,
-                              wsum)
+from .binning import BINNINGS, BinStats, bin_interval, bin_stats, bin_table, group_bins, sorted_events, wsum
 from .metrics import brier, calib_mse_interval, ece_interval
 from .significance import CALIBRATED, binomial_bands, consistency_bands, ecce_r_test, spiegelhalter_test
 from .selective import COVERAGES, MAX_CURVE_POINTS, ranking, risk_coverage, selective_summary

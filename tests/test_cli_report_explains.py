@@ -139,8 +139,8 @@ def test_warnings_name_the_file_whose_events_they_count(tmp_path):
         pd.DataFrame(dict(conf=q, correct=(rng.random(n) < q).astype(int),
                           label=np.where(np.arange(n) % 10 == 0, 'X', 'N'))).to_csv(tmp_path/name, index=False)
     (tmp_path/'counts.csv').write_text('label,count\nN,10\nV,5\n')
-    r = calibkit_here(None, 'report', tmp_path/'test.csv', '--fit', tmp_path/'dev.csv', '--counts', tmp_path/'counts.csv',
-                      '--grouper', 'tfg', '--n-groups', 2, '--recalibrator', 'histogram', '--json', '--n-samples', 20)
+    r = calibkit_here(None, 'report', tmp_path/'test.csv', '--fit', tmp_path/'dev.csv', '--counts',
+                      tmp_path/'counts.csv', '--grouper', 'tfg', '--n-groups', 2, '--recalibrator', 'histogram', '--json', '--n-samples', 20)
     assert r.returncode == 0, r.stderr
     said = ["dev.csv (the fit events): 200 of its 2,000 events have a tag unseen in training (1 distinct, e.g. ['X']): "
             'tfg puts them in its last group (2)',
