@@ -12,10 +12,11 @@ from .config import BINNINGS, default
 from .events import as_pairs, check_choice, check_float, check_int
 
 # %% auto #0
-__all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'DING_Z', 'sort_pairs', 'keep_ties', 'tie_runs', 'SortedEvents',
-           'sorted_events', 'bin_starts', 'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats', 'stats_from_sorted',
-           'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats', 'z_value', 'bin_table',
-           'equal_mass_bins', 'fixed_width_bins', 'ding_sizes', 'adaptive_stats', 'bin_stats', 'group_bins', 'BINNINGS']
+__all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'BIN_INTERVALS', 'DING_Z', 'sort_pairs', 'keep_ties', 'tie_runs',
+           'SortedEvents', 'sorted_events', 'bin_starts', 'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats',
+           'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats',
+           'z_value', 'bin_interval', 'bin_table', 'equal_mass_bins', 'fixed_width_bins', 'ding_sizes',
+           'adaptive_stats', 'bin_stats', 'group_bins', 'BINNINGS']
 
 # %% ../nbs/02_binning.ipynb #aaa6565c
 def sort_pairs(
@@ -291,17 +292,43 @@ def z_value(
     level = check_float('level', level, 0, 1, lo_open=True, hi_open=True)
     return NormalDist().inv_cdf(0.5 + level / 2)
 
+# %% ../nbs/02_binning.ipynb #a1c0b7e2
+BIN_INTERVALS = ('wilson', 'wald')   # the intervals of a bin's accuracy: Wilson's score interval, the thesis' Wald
+
+def bin_interval(
+    k,  # correct events of each bin (array-like; 0 <= k <= n)
+    n,  # events of each bin (array-like, the same shape; an empty bin's interval is NaN)
+    level: float | None = None,  # confidence level in (0, 1) (default: the settings' ci_level)
+    *, method: str = 'wilson',  # 'wilson' (Wilson 1927; valid at accuracy 0 and 1) or 'wald' (the thesis' p ± z·se)
+) -> tuple[np.ndarray, np.ndarray]:  # the lower and upper bounds, in [0, 1]
+    "Two-sided `level` interval of each bin's accuracy k/n: Wilson's score interval, or Wald's clipped to [0, 1]."
+    check_choice('method', method, BIN_INTERVALS)
+    k, n = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    if k.shape != n.shape: raise ValueError(f'k and n must have the same shape, got {k.shape} and {n.shape}')
+    bad = ~((n >= 0) & (k >= 0) & (k <= n))
+    if bad.any(): raise ValueError(f'k, n: {int(bad.sum())} of {bad.size} bins do not have 0 <= k <= n')
+    z2 = z_value(level) ** 2
+    with np.errstate(divide='ignore', invalid='ignore'):    # empty bins: NaN
+        p = k / n
+        if method == 'wald': mid, half = p, np.sqrt(z2 * p * (1 - p) / n)
+        else:
+            d = 1 + z2 / n
+            mid, half = (p + z2 / (2 * n)) / d, np.sqrt(z2 * p * (1 - p) / n + z2 * z2 / (4 * n * n)) / d
+    return np.clip(mid - half, 0, 1), np.clip(mid + half, 0, 1)
+
 # %% ../nbs/02_binning.ipynb #6bc1ee1b
 def bin_table(
     stats: BinStats,  # binned events
     level: float | None = None,  # confidence level of the intervals (default: the settings' ci_level)
+    *, interval: str = 'wilson',  # the accuracy's interval: 'wilson', or the thesis' 'wald' (`bin_interval`)
 ) -> pd.DataFrame:  # one row per bin, indexed by `bin`
-    "One row per bin: `lo, hi, n, conf, acc, se, ci_lo, ci_hi` (Wald interval at `level`, clipped to [0, 1])."
+    """One row per bin: `lo, hi, n, conf, acc, se, ci_lo, ci_hi` (`se` the thesis' standard error of the accuracy,
+    `ci_lo, ci_hi` its `level` interval, Wilson's unless `interval='wald'`)."""
     acc = stats.acc
     se = np.sqrt(np.divide(acc * (1 - acc), stats.n, out=np.full(len(acc), np.nan), where=stats.n > 0))
-    z = z_value(level)
+    ci_lo, ci_hi = bin_interval(stats.sum_correct, stats.n, level, method=interval)
     df = pd.DataFrame(dict(lo=stats.lo, hi=stats.hi, n=stats.n, conf=stats.conf, acc=acc, se=se,
-                           ci_lo=np.clip(acc - z * se, 0, 1), ci_hi=np.clip(acc + z * se, 0, 1)))
+                           ci_lo=ci_lo, ci_hi=ci_hi))
     df.index.name = 'bin'
     return df
 

@@ -253,6 +253,7 @@ def _report(args, inp, grouper, recal) -> int:
                                      binning=args.binning, level=args.level, n_samples=args.n_samples, seed=args.seed,
                                      title=f'Calibration of {Path(args.input).name}', conformal=conformal,
                                      fit_name=Path(args.fit).name if args.fit else None,
+                                     events_name=None if args.input == '-' else Path(args.input).name,
                                      meta=dict(command=args.command_line, input=str(args.input),
                                                extractor=args.extractor,
                                                recalibrator_params=dict(args.param or []) or None,
@@ -350,10 +351,10 @@ def parser() -> argparse.ArgumentParser:
                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
                        description='Measure (and optionally recalibrate) the calibration of model outputs on '
                                    'disk:\nmetrics with intervals, reliability diagrams with consistency bands, '
-                                   'whether the\nmiscalibration is significant at --level (ECCE-R test), and how '
-                                   'useful the confidence\nis for abstaining (selective prediction: AURC, AUROC, '
-                                   'risk at 80/90/95% coverage, the\nrisk-coverage curve), before and after '
-                                   'recalibration.')
+                                   'whether the\nmiscalibration is significant (ECCE-R test at the level '
+                                   '1 − --level, 5% by default),\nhow useful the confidence is for abstaining '
+                                   '(selective prediction: AURC, AUROC,\nrisk at 80/90/95% coverage, the '
+                                   'risk-coverage curve), before and after recalibration.')
     r.add_argument('input', help="events file (.csv .tsv .parquet .jsonl), score matrix (.npz), .logits, or - (stdin); "
                                  "or several events files: a folder or a quoted glob ('runs/*.parquet')")
     r.add_argument('--dask', nargs='?', const='', metavar='ADDRESS',
@@ -388,7 +389,8 @@ def parser() -> argparse.ArgumentParser:
                    help='bins: equal_mass (default), fixed_width, or adaptive (Ding et al. 2020: chooses its own '
                         'number)')
     r.add_argument('--level', type=float_flag('--level', 0, 1, lo_open=True, hi_open=True),
-                   help=f'level of the intervals, consistency bands and significance test (default {s.ci_level})')
+                   help=f'level of the intervals and consistency bands (default {s.ci_level}); the significance test '
+                        f'is at the level 1 − LEVEL ({1 - s.ci_level:.2g} by default)')
     n_samples = int_flag('--n-samples', 2, MAX_SAMPLES, ' (each resample keeps one number per bin)')
     r.add_argument('--n-samples', type=n_samples,
                    help=f'resamples for intervals and consistency bands (default {s.ci_samples}, '

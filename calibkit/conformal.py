@@ -71,7 +71,7 @@ def conformal_quantile(
     bad = count_true(~np.isfinite(s))
     if bad: raise ValueError(f's: {bad} of {len(s)} values are NaN or infinite')
     n = len(s)
-    k = math.ceil(round((n + 1) * (1 - alpha), 9))          # the rounding keeps (9+1)·0.9 at 9, not 9.000000000000002
+    k = math.ceil(round((n + 1) * (1 - alpha), 9))          # rounded: (19+1)·(1−0.7) is 6, not 6.000000000000001
     return float(np.partition(s, k - 1)[k - 1]) if k <= n else math.inf
 
 # %% ../nbs/07_conformal.ipynb #0399d0b0

@@ -12,7 +12,8 @@ from sklearn.base import BaseEstimator
 from .events import check_int, check_choice, check_bool
 
 # %% auto #0
-__all__ = ['tag_counts', 'zipf_counts', 'Grouper', 'Shared', 'TagFrequency', 'PerClass', 'ccg_result', 'BySubtag', 'group_map']
+__all__ = ['tag_counts', 'zipf_counts', 'UnseenLabels', 'Grouper', 'Shared', 'TagFrequency', 'PerClass', 'ccg_result', 'BySubtag',
+           'group_map']
 
 # %% ../nbs/20_groupers.ipynb #71f79409
 def _is_counts(x) -> bool:
@@ -87,6 +88,21 @@ def zipf_counts(
                      index=pd.Index(names, dtype=object), name='count')
 
 # %% ../nbs/20_groupers.ipynb #95738da4
+class UnseenLabels(UserWarning):
+    """A grouper's warning that labels unseen in training went to its last group; it carries the numbers, so that a
+    caller that knows what the labels are (one per event of a file) can say so: `grouper`, `n` of `total` labels,
+    `tags` (the distinct unseen ones), `group`."""
+    def __init__(self,
+                 grouper: str,  # the grouper's name
+                 n: int,  # labels (with repeats) whose tag was unseen in training
+                 total: int,  # labels assigned
+                 tags: list,  # the distinct unseen tags
+                 group: int,  # the last group, where they went
+                 ):
+        super().__init__(f'{grouper}: {n:,} of {total:,} labels ({len(tags)} distinct tags unseen in training, e.g. '
+                         f'{tags[:5]}) go to the last group ({group})')
+        self.grouper, self.n, self.total, self.tags, self.group = grouper, n, total, tags, group
+
 def _kinds(values) -> set[str]:
     "Kinds of tags present: 'str', 'number' or another type name (to tell tag ids from tag names)."
     return {'str' if isinstance(v, str)
@@ -133,9 +149,7 @@ class Grouper(BaseEstimator):
         if rest.any():
             g[rest] = self.n_groups_
             n_ev = int(np.bincount(codes, minlength=len(uniques))[rest].sum())
-            warnings.warn(f'{self.name}: {n_ev} of {len(codes)} labels ({int(rest.sum())} distinct tags unseen in '
-                          f'training, e.g. {list(uniques[rest][:5])}) go to the last group ({self.n_groups_})',
-                          stacklevel=2)
+            warnings.warn(UnseenLabels(self.name, n_ev, len(codes), list(uniques[rest]), self.n_groups_), stacklevel=2)
         return g.astype(np.intp)[codes]
 
     def table(self) -> pd.DataFrame:

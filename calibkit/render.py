@@ -7,7 +7,7 @@ from __future__ import annotations
 import html, json, re
 from pathlib import Path
 import numpy as np, pandas as pd
-from .report import CI_BUDGET, METRICS, SELECTIVE, Report, _strict, significance_text, verdict_text
+from .report import CI_BUDGET, METRICS, SELECTIVE, Report
 from .selective import MAX_CURVE_POINTS
 from .outdir import MARKER, claim
 
@@ -94,8 +94,8 @@ MAX_HTML_GROUPS = 50   # group rows the page shows per stage (the most frequent)
 
 def report_html(r: Report,  # a calibration report
                 ) -> str:  # the page: one HTML document, charts as inline SVG
-    """The self-contained HTML page of a report: summary (the verdict), data, metrics defined, warnings, reliability,
-    groups, bins, provenance."""
+    """The self-contained HTML page of a report: summary (the report's verdict sentences, laid out), data, metrics
+    defined, warnings, reliability, groups, bins, provenance."""
     from calibkit.charts import font_css, to_svg    # deliberately lazy: Altair is loaded only when a page is rendered
     _check_report(r)
     e = html.escape
@@ -104,10 +104,8 @@ def report_html(r: Report,  # a calibration report
     head = {s: i['name'] for s, i in r.stages.items()}
     parts = [f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(r.meta["title"])}</title>',
              f'<style>{font_css()}\n{_CSS}</style></head><body><h1>{e(r.meta["title"])}</h1>', '<h2>Summary</h2>']
-    for s, i in r.stages.items():
-        parts += [f'<h3>{e(head[s].capitalize())}</h3>',
-                  *(f'<p class="verdict">{e(t)}</p>'
-                    for t in [*verdict_text(i['verdict']), significance_text(i['significance'])])]
+    for s in r.stages:
+        parts += [f'<h3>{e(head[s].capitalize())}</h3>', *(f'<p class="verdict">{e(t)}</p>' for t in r.verdict[s])]
     if 'change' in r.summary:
         parts.append(f'<p class="verdict"><b>Recalibration: {e(r.summary["change"]["text"])}.</b></p>')
     binning = r.meta['binning'].replace('_', '-')
@@ -148,7 +146,7 @@ def report_html(r: Report,  # a calibration report
                   *figures('groups')]
     parts += ['<h2>Bins</h2><p class="note">All events of each stage; the groups\' bins are in bins.csv.</p>',
               _table(r.bins[r.bins.group == 'all']), '<h2>Provenance</h2><pre>',
-              e(json.dumps(_strict(r.meta), indent=1, default=str)), '</pre></body></html>']
+              e(json.dumps(r.meta, indent=1, default=str)), '</pre></body></html>']
     return '\n'.join(parts)
 
 # %% ../nbs/67_render.ipynb #e7abf8f9

@@ -4,14 +4,14 @@
 
 # %% ../nbs/60_report.ipynb #cbd2f64f
 from __future__ import annotations
-import importlib, inspect, json, warnings
+import inspect, json, warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
 from .events import as_pairs, check_choice, check_int, check_probs
-from .binning import BINNINGS, BinStats, bin_stats, bin_table, group_bins, sorted_events, wsum, z_value
+from .binning import BINNINGS, BinStats, bin_interval, bin_stats, bin_table, group_bins, sorted_events, wsum
 from .metrics import brier, calib_mse_interval, ece_interval
 from .significance import CALIBRATED, binomial_bands, consistency_bands, ecce_r_test, spiegelhalter_test
 from .selective import COVERAGES, MAX_CURVE_POINTS, ranking, risk_coverage, selective_summary
@@ -21,8 +21,8 @@ from .plugins import make
 # %% auto #0
 __all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'stage_stats', 'bins_note',
            'metric_rows', 'recalibrated', 'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text',
-           'stage_significance', 'significance_text', 'Report', 'stage_name', 'conformal_summary', 'calibration_report',
-           'dask_report', 'report_charts']
+           'stage_significance', 'significance_text', 'reconcile_text', 'verdict_sentences', 'Report', 'stage_name',
+           'conformal_summary', 'calibration_report', 'dask_report', 'report_charts']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -85,7 +85,10 @@ METRICS = {   # stable key -> (display name, one-line definition); the keys are 
     'brier_calibration': ('Brier: calibration', 'The binned calibration term: equal to CalibMSE.'),
     'brier_refinement': ('Brier: refinement', 'Σ over bins of (bin events / all events) · acc(1 − acc): how '
                          'well the confidences separate correct from wrong (uncertainty − resolution).'),
-    'brier_within_bin': ('Brier: within_bin', 'What binning hides: the spread of confidences inside the bins.'),
+    'brier_within_bin': ('Brier: within_bin', 'What the bins\' means leave out: Σ over bins of (bin events / all '
+                         'events) · (variance of the confidences − 2 · their covariance with the outcomes), within '
+                         'the bin. Negative, and no error, when within bins the correct events tend to have the '
+                         'higher confidences (twice the covariance then exceeds the variance).'),
     'brier_resolution': ('Brier: resolution', 'Σ over bins of (bin events / all events) · (acc − overall '
                          "accuracy)²: how much the bins' accuracies differ from the base rate."),
     'brier_uncertainty': ('Brier: uncertainty', 'Overall accuracy · (1 − overall accuracy): the Brier score of '
@@ -124,17 +127,35 @@ def _grouper(grouper, n_groups):
     return make('grouper', grouper, dict(n_groups=n_groups)) if g is not grouper else g.set_params(n_groups=n_groups)
 
 # %% ../nbs/60_report.ipynb #54112e4d
+@contextmanager
+def _events_of(source: str):
+    """Within it, a grouper's `UnseenLabels` warning (the labels being one per event of `source`) is said again about
+    `source`'s events; other warnings pass unchanged."""
+    from calibkit.groupers import UnseenLabels     # deliberately lazy: scikit-learn, only when grouping
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        yield
+    for w in caught:
+        m = w.message
+        warnings.warn(f'{source}: {m.n:,} of its {m.total:,} events have a tag unseen in training ({len(m.tags)} '
+                      f'distinct, e.g. {m.tags[:5]}): {m.grouper} puts them in its last group ({m.group})'
+                      if isinstance(m, UnseenLabels) else m, stacklevel=3)
+
 def recalibrated(ev,  # the evaluated events
                  fit,  # the held-out events the recalibrator is fitted on
                  grouper,  # a fitted grouper instance (one recalibrator per group), or None
                  recalibrator,  # a recalibrator instance
+                 *, names=('the evaluated events', 'the fit events'),  # what `ev` and `fit` are called in warnings
                  ):
-    "The events with conf replaced by the `recalibrator` fitted on `fit` (one per group under a `grouper`)."
+    """The events with conf replaced by the `recalibrator` fitted on `fit` (one per group under a `grouper`); a
+    warning about tags unseen in training names the events it counts (`names`)."""
     if fit is None: raise ValueError('recalibrating needs fit events (the `fit` argument): recalibrators are fitted '
                                      'on held-out data, never on the events they are judged on')
-    if grouper is None: return recalibrator.fit(fit).transform(ev)
-    from calibkit.recalibrators import Grouped     # deliberately lazy: scikit-learn, only when recalibrating
-    return Grouped(grouper, recalibrator).fit(fit).transform(ev)
+    if grouper is not None:
+        from calibkit.recalibrators import Grouped     # deliberately lazy: scikit-learn, only when recalibrating
+        recalibrator = Grouped(grouper, recalibrator)
+    with _events_of(names[1]): recalibrator.fit(fit)
+    with _events_of(names[0]): return recalibrator.transform(ev)
 
 # %% ../nbs/60_report.ipynb #2429ffb1
 def _summary(ev: pd.DataFrame, st) -> dict:
@@ -199,19 +220,18 @@ def stage_verdict(bins: pd.DataFrame,  # the stage's bins table (`bin_table`)
                   rows: list[dict],  # its `metric_rows`
                   level: float,  # the interval level
                   ) -> dict:
-    """What one stage's numbers say: the direction overall (mean confidence above or below accuracy by more than the
-    accuracy's `level` interval, else 'neither') and the confidence ranges where bins are over- or under-confident
-    (accuracy outside the bin's `level` interval, below or above the bin's mean confidence), the headline CalibMSE
-    with its interval, and whether the miscalibration is distinguishable from noise (the debiased CalibMSE's interval
-    lies above 0)."""
+    """What one stage's numbers say: the direction overall (mean confidence above or below the accuracy's `level`
+    interval, else 'neither') and the confidence ranges where bins are over- or under-confident (the bin's accuracy
+    interval `ci_lo`–`ci_hi` below or above its mean confidence), the headline CalibMSE with its interval, and whether
+    the miscalibration is distinguishable from noise (the debiased CalibMSE's interval lies above 0). Every interval
+    of an accuracy is `bin_interval`'s (Wilson's)."""
     m, bins = {r['key']: r for r in rows}, bins[bins.n > 0]
     n, conf, acc = bins.n.to_numpy(), bins.conf.to_numpy(), bins.acc.to_numpy()
     mean_conf, accuracy = float((n * conf).sum() / n.sum()), float((n * acc).sum() / n.sum())
     over, under = bins.ci_hi.to_numpy() < conf, bins.ci_lo.to_numpy() > conf
     d = m['calib_mse_debiased']
-    margin = z_value(level) * np.sqrt(accuracy * (1 - accuracy) / n.sum())
-    return dict(direction='over-confident' if mean_conf - accuracy > margin
-                else 'under-confident' if accuracy - mean_conf > margin else 'neither',
+    lo, hi = bin_interval(min(float((n * acc).sum()), float(n.sum())), float(n.sum()), level)   # all events: one bin
+    return dict(direction='over-confident' if mean_conf > hi else 'under-confident' if mean_conf < lo else 'neither',
                 mean_conf=mean_conf, accuracy=accuracy, level=level,
                 over=_ranges(over, bins.lo.to_numpy(), bins.hi.to_numpy()),
                 under=_ranges(under, bins.lo.to_numpy(), bins.hi.to_numpy()),
@@ -222,11 +242,13 @@ def stage_verdict(bins: pd.DataFrame,  # the stage's bins table (`bin_table`)
 # %% ../nbs/60_report.ipynb #cbfd7466
 def _g(v: float) -> str: return f'{v:#.3g}'          # 3 significant digits, trailing zeros kept: 0.0100, 0.000220
 
+def _alpha(level: float) -> str: return f'{100 * (1 - level):.3g}%'   # a test's significance level α = 1 − level
+
 def verdict_text(v: dict,  # a `stage_verdict`
                  stage: str = '',  # text put before the first sentence
                  ) -> list[str]:
     "The sentences of a stage's verdict (`stage_verdict`), for the summary at the top of the report."
-    pct = f'{v["level"]:.0%}'
+    pct, a = f'{v["level"]:.0%}', _alpha(v['level'])
     span = lambda r: f'{r["lo"]:.2f}' + (f'–{r["hi"]:.2f}' if f'{r["hi"]:.2f}' != f'{r["lo"]:.2f}' else '')
     where = lambda rs: ' and '.join(f'{span(r)} ({r["bins"]} bin{"s" * (r["bins"] > 1)})' for r in rs)
     mc = f'mean confidence {v["mean_conf"]:.3f}, accuracy {v["accuracy"]:.3f}'
@@ -239,15 +261,14 @@ def verdict_text(v: dict,  # a `stage_verdict`
         parts = ([f'over-confident ({below}) for confidences {where(v["over"])}'] if v['over'] else []) + \
                 ([f'under-confident ({above}) for confidences {where(v["under"])}'] if v['under'] else [])
         out.append(' and '.join(parts).capitalize() + '.')
-    else: out.append(f'No bin\'s accuracy lies outside its {pct} interval around the bin\'s mean confidence.')
+    else: out.append(f'No bin\'s {pct} accuracy interval excludes the bin\'s mean confidence.')
     e, lo, hi = v['calib_mse']; d, dlo, dhi = v['calib_mse_debiased']
+    debiased = f'the debiased CalibMSE {_g(d)} has a {pct} interval {_g(dlo)} to {_g(dhi)}'
     out.append(f'CalibMSE {_g(e)} ({pct} CI {_g(lo)}–{_g(hi)}), noise floor {_g(v["noise_floor"])}: the '
-               'miscalibration is '
-               + (f'distinguishable from noise (the debiased CalibMSE {_g(d)} has a {pct} interval {_g(dlo)} to '
-                  f'{_g(dhi)}, above 0).'
-                  if v['distinguishable'] else
-                  f'not distinguishable from noise at the {pct} level (the debiased CalibMSE {_g(d)} has a {pct} '
-                  f'interval {_g(dlo)} to {_g(dhi)}, which includes 0).'))
+               'miscalibration is ' + (f'distinguishable from noise at the {a} level ({debiased}, above 0).'
+                                       if v['distinguishable'] else
+                                       f'not distinguishable from noise at the {a} level ({debiased}, which '
+                                       'includes 0).'))
     return out
 
 # %% ../nbs/60_report.ipynb #24899e1a
@@ -282,14 +303,40 @@ def stage_significance(c,  # a stage's confidences, or its `SortedEvents`
 # %% ../nbs/60_report.ipynb #efaa35dc
 def significance_text(s: dict,  # a `stage_significance` (as metrics.json holds it: None for NaN)
                       ) -> str:
-    "The significance line of a stage: the test, its statistic and p-value, and what they mean at the report's level."
+    """The significance line of a stage: the test, its statistic and p-value, and what they mean at the significance
+    level α = 1 − the report's level."""
     name, level = s['name'], s['level']
     if s['significant'] is None:
         return f'Significance ({name}): not computed, the test is undefined on these confidences.'
     p = f'p = {s["p_value"]:.2g}' if s['p_value'] > 0 else 'p < 1e-300'
     head = f'Significance ({name} = {s["statistic"]:.3g}, {p}): '
-    return head + (f'the miscalibration is significant at level {level:g}.' if s['significant'] else
-                   f'not distinguishable from calibrated at level {level:g}.')
+    return head + (f'the miscalibration is significant at the {_alpha(level)} level.' if s['significant'] else
+                   f'not distinguishable from calibrated at the {_alpha(level)} level.')
+
+# %% ../nbs/60_report.ipynb #b7e1c002
+def reconcile_text(v: dict,  # a `stage_verdict`
+                   s: dict,  # the stage's `stage_significance`
+                   ) -> str | None:
+    """One sentence when the binned estimate (`v`: distinguishable from noise or not) and the test (`s`: significant
+    or not) disagree: what each sees and what to conclude; None when they agree or the test was not computed."""
+    if s['significant'] is None or s['significant'] == v['distinguishable']: return None
+    d, _, dhi = v['calib_mse_debiased']
+    head = f'The binned estimate and {s["name"]} disagree: '
+    if s['significant']:
+        return (head + f'the binned CalibMSE averages the events within each bin and its interval carries every bin\'s '
+                f'sampling noise, while {s["name"]} needs no bins and is more powerful against a small deviation that '
+                'keeps its sign over a range of confidences; conclude that a small miscalibration is present, its '
+                f'debiased CalibMSE below {_g(dhi)}.')
+    return (head + f'the binned CalibMSE squares every bin\'s gap, while {s["name"]} sums the deviations along the '
+            'sorted confidences, where gaps that change sign from one bin to the next cancel; conclude that the '
+            f'miscalibration is small (debiased CalibMSE {_g(d)}) and changes sign along the confidences, or is '
+            'weaker than the binned interval alone suggests.')
+
+def verdict_sentences(v: dict,  # a `stage_verdict`
+                      s: dict,  # the stage's `stage_significance`
+                      ) -> list[str]:
+    "Every sentence of a stage's verdict: `verdict_text`, `significance_text`, and `reconcile_text` when they disagree."
+    return [*verdict_text(v), significance_text(s), *filter(None, [reconcile_text(v, s)])]
 
 # %% ../nbs/60_report.ipynb #cb2fb005
 SELECTIVE = {   # stable key -> (display name, one-line definition): metrics.json's stages.<stage>.selective
@@ -321,6 +368,8 @@ class Report:
                                                  # selective
     curves: pd.DataFrame | None = None           # stage, conf, coverage, risk, gen_risk, oracle_risk (risk–coverage)
     conformal: dict | None = None                # conformal sets: coverage and mean set size (`conformal_summary`)
+    verdict: dict = field(default_factory=dict)  # stage -> the sentences of its verdict (`verdict_sentences`), as
+                                                 # the page and metrics.json show them
 
     @cached_property
     def charts(self) -> dict: return report_charts(self)
@@ -332,24 +381,11 @@ class Report:
         """metrics.json's text, strict JSON; the tables one record per line, by pandas' writer (fast for a million
         groups)."""
         conf = {} if self.conformal is None else dict(conformal=self.conformal)
-        head = json.dumps(_strict(dict(summary=self.summary, stages=self.stages, meta=self.meta,
+        head = json.dumps(_strict(dict(summary=self.summary, verdict=self.verdict, stages=self.stages, meta=self.meta,
                                        warnings=list(self.warnings), **conf)),
                           indent=1, default=str, allow_nan=False)
         tables = ''.join(f',\n "{k}": {_records(df)}' for k, df in (('metrics', self.metrics), ('groups', self.groups)))
         return head[:-2] + tables + '\n}\n'
-    def to_html(self) -> str:
-        "Deprecated: `calibkit.render.report_html(report)`."
-        return _render('report_html', instead='Report.to_html()')(self)
-    def save(self, out, *, force: bool = False, inputs=()) -> list[Path]:
-        "Deprecated: `calibkit.render.save_report(report, out, force=..., inputs=...)`."
-        return _render('save_report', instead='Report.save(...)')(self, out, force=force, inputs=inputs)
-
-def _render(name: str, instead: str | None = None):
-    "`calibkit.render`'s `name`; a DeprecationWarning naming it when it is reached through the old method `instead`."
-    if instead: warnings.warn(f'{instead} is deprecated: use calibkit.render.{name}', DeprecationWarning, stacklevel=3)
-    # deliberately lazy and dynamic: render sits above report (it imports this module), so the Report methods kept
-    # for old callers reach it at call time, without an upward import (pyproject.toml's layers, tests/test_layers.py)
-    return getattr(importlib.import_module('calibkit.render'), name)
 
 def _records(df) -> str:
     "A table as a JSON array of records, one per line (NaN and ±inf as null), or null."
@@ -440,13 +476,15 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                        seed=None,  # their seed (default: the settings' seed)
                        title='Calibration report',  # the page's title
                        fit_name: str | None = None,  # what the fit events are called in the report (e.g. the file name)
+                       events_name: str | None = None,  # what the evaluated events are called in its warnings (a file)
                        meta: dict | None = None,  # extra provenance recorded in metrics.json
                        conformal: dict | None = None,  # conformal sets: `conformal_summary`'s arguments but the grouper
                        ) -> Report:
     "Metrics with intervals, a verdict, bins, per-group GMCE and before/after recalibration for an events frame."
     if _is_dask(events):
         if conformal is not None: raise ValueError('conformal sets need score matrices in memory, not a dask frame')
-        return dask_report(**{k: v for k, v in locals().items() if k not in ('events', 'conformal')}, events=events)
+        return dask_report(**{k: v for k, v in locals().items() if k not in ('events', 'conformal', 'events_name')},
+                           events=events)
     c0, y0 = as_pairs(events)
     if fit is not None: as_pairs(fit)
     check_choice('binning', binning, BINNINGS)
@@ -456,6 +494,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
     level, n_samples, seed = default('ci_level', level), default('ci_samples', n_samples), default('seed', seed)
     seed = check_int('seed', seed, 0)
     said = []
+    names = (f'{events_name} (the evaluated events)' if events_name else 'the evaluated events',
+             f'{fit_name} (the fit events)' if fit_name else 'the fit events')
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         g = _grouper(grouper, n_groups)
@@ -472,7 +512,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             said.append('the fit events are the evaluated events: the result is not held-out')
         stages = {'before': (events, c0, y0)}           # validated once: the arrays are reused
         if recalibrator not in (None, 'none'):
-            after = recalibrated(events, fit, g, make('recalibrator', recalibrator, params))
+            after = recalibrated(events, fit, g, make('recalibrator', recalibrator, params), names=names)
             stages['after'] = (after, *as_pairs(after))
         metrics, bins, groups, curves, info = [], [], [], [], {}
         gn = dict(grouper=_plugin_name(grouper), n_groups=getattr(g, 'n_groups_', None))
@@ -496,7 +536,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                                significance=stage_significance(se, None, level=level),
                                selective=selective_summary(rk).to_dict())
             if g is None: continue
-            gid = np.asarray(g.assign(ev['label']))
+            with _events_of(names[0]): gid = np.asarray(g.assign(ev['label']))
             gb = 'equal_mass' if binning == 'adaptive' else binning
             sg, bg = group_bins(c, y, gid, g.n_groups_, n_bins=n_bins, bin_size=bin_size, binning=gb)
             every, per = np.arange(1, g.n_groups_ + 1), gb == 'equal_mass'   # every group; equal-mass: sizes asked
@@ -526,7 +566,9 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
     return Report(summary=summary, metrics=pd.DataFrame(metrics),
                   bins=pd.concat(bins)[cols].reset_index(drop=True),
                   groups=pd.concat(groups).reindex(columns=gcols).reset_index(drop=True) if groups else None,
-                  meta=meta, warnings=said, stages=info, conformal=conf,
+                  meta=meta, warnings=said, stages=info,
+                  verdict={s: verdict_sentences(i['verdict'], i['significance']) for s, i in info.items()},
+                  conformal=conf,
                   curves=pd.concat(curves)[['stage', *curves[0].columns[:-1]]].reset_index(drop=True))
 
 # %% ../nbs/60_report.ipynb #a2709445
@@ -677,6 +719,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                   bins=pd.concat(bins)[cols].reset_index(drop=True),
                   groups=pd.concat(groups).reindex(columns=gcols).reset_index(drop=True) if groups else None,
                   meta=meta, warnings=said, stages=info,
+                  verdict={s: verdict_sentences(i['verdict'], i['significance']) for s, i in info.items()},
                   curves=pd.concat(curves)[['stage', *curves[0].columns[:-1]]].reset_index(drop=True))
 
 # %% ../nbs/60_report.ipynb #baf6b35e

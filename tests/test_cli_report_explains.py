@@ -129,3 +129,22 @@ def test_per_class_on_a_thousand_labels_is_summarised_not_refused(tmp_path):
     assert 'Per group (before): the 12 most frequent of 1,000 groups' in (tmp_path/'r'/'groups_before.svg').read_text()
     g = pd.read_csv(tmp_path/'r'/'groups.csv')
     assert len(g) == 1000 and set(g.members) == {f'T{v}' for v in range(1000)} and g.n_events.sum() == n
+
+
+def test_warnings_name_the_file_whose_events_they_count(tmp_path):
+    "Tags unseen in the training counts, in both files: each warning says which file (fit or evaluated) and 'events'."
+    rng = np.random.default_rng(5)
+    for name, n in (('dev.csv', 2000), ('test.csv', 1000)):
+        q = rng.uniform(.05, .95, n)
+        pd.DataFrame(dict(conf=q, correct=(rng.random(n) < q).astype(int),
+                          label=np.where(np.arange(n) % 10 == 0, 'X', 'N'))).to_csv(tmp_path/name, index=False)
+    (tmp_path/'counts.csv').write_text('label,count\nN,10\nV,5\n')
+    r = calibkit_here(None, 'report', tmp_path/'test.csv', '--fit', tmp_path/'dev.csv', '--counts',
+                      tmp_path/'counts.csv', '--grouper', 'tfg', '--n-groups', 2, '--recalibrator', 'histogram', '--json', '--n-samples', 20)
+    assert r.returncode == 0, r.stderr
+    said = ["dev.csv (the fit events): 200 of its 2,000 events have a tag unseen in training (1 distinct, e.g. ['X']): "
+            'tfg puts them in its last group (2)',
+            "test.csv (the evaluated events): 100 of its 1,000 events have a tag unseen in training (1 distinct, e.g. "
+            "['X']): tfg puts them in its last group (2)"]
+    assert [w for w in json.loads(r.stdout)['warnings'] if 'unseen' in w] == said
+    assert all(f'calibkit: warning: {w}' in r.stderr for w in said), r.stderr

@@ -289,3 +289,15 @@ def test_label_names_work_like_ids_and_must_match_the_columns():
         ConformalSets(labels=['a', 'b']).fit(p, y)
     with pytest.raises(ValueError, match='labels has 2 names but there are 6 columns'):
         set_summary(by_id.predict(p), y, labels=['a', 'b'])
+
+
+def test_lac_sets_equal_mapies_only_up_to_its_1e8_tolerance():
+    "A label scoring 5e-9 above the quantile: in MAPIE's set (it compares with a 1e-8 tolerance), not in calibkit's."
+    p, y = dirichlet_rows(401, seed=1)
+    cs = ConformalSets(0.1, 'lac').fit(p, y)
+    q = cs.quantile_['all']
+    row = np.zeros((1, K))
+    row[0, :2] = 1 - (q + 5e-9), q + 5e-9                 # label 0's LAC score 1 − p is 5e-9 above q
+    assert (1 - row[0, 0]) - q == pytest.approx(5e-9, rel=1e-6)
+    assert cs.predict(row)[0].tolist() == [False, True] + [False] * (K - 2)
+    assert mapie_sets('lac', 0.1, p, y, row)[0].tolist() == [True, True] + [False] * (K - 2)

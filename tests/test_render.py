@@ -1,6 +1,7 @@
-"""calibkit.render: the HTML page and the report folder, apart from the analysis. The deprecated Report methods give
-the same bytes; the report module names no file of the folder and imports neither render nor outdir."""
-import ast, warnings
+"""calibkit.render: the HTML page and the report folder, apart from the analysis. The report module names no file of
+the folder and imports neither render nor outdir; render takes the verdict's sentences from the report as they are and
+imports no text-making function back from it."""
+import ast, dataclasses, html, re, warnings
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
 import calibkit as ck
@@ -27,22 +28,30 @@ def folder_bytes(d: Path) -> dict:
     return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
 
 
-def test_save_report_writes_the_folder_and_the_deprecated_save_the_same_bytes(rep, tmp_path):
+def test_save_report_writes_the_folder(rep, tmp_path):
     files = save_report(rep, tmp_path/'new')
     assert {p.name for p in files} == REPORT_FILES                        # grouped and recalibrated: every file
     assert (tmp_path/'new'/MARKER).exists() and MARKER not in [p.name for p in files]
-    with pytest.warns(DeprecationWarning, match=r'Report.save\(...\) is deprecated: use calibkit.render.save_report'):
-        old = rep.save(tmp_path/'old')
-    assert [p.name for p in old] == [p.name for p in files]
-    assert folder_bytes(tmp_path/'old') == folder_bytes(tmp_path/'new')
     assert (tmp_path/'new'/'report.html').read_text(encoding='utf-8') == report_html(rep)
     assert ck.save_report is save_report
+    assert not hasattr(rep, 'to_html') and not hasattr(rep, 'save')    # the old shims are gone: render's doors only
 
 
-def test_to_html_is_a_deprecated_report_html(rep):
-    with pytest.warns(DeprecationWarning, match=r'Report.to_html\(\) is deprecated: use calibkit.render.report_html'):
-        page = rep.to_html()
-    assert page == report_html(rep) and page.startswith('<!doctype html>') and page.count('<svg') >= 6
+def test_the_page_lays_out_the_reports_verdict_sentences(rep):
+    page = report_html(rep)
+    assert page.startswith('<!doctype html>') and page.count('<svg') >= 6
+    summary = page[page.index('<h2>Summary'):page.index('<h2>Data')]
+    shown = re.findall(r'<p class="verdict">([^<]*)</p>', summary)
+    assert shown == [html.escape(t) for s in rep.stages for t in rep.verdict[s]]
+    other = dataclasses.replace(rep, verdict={s: [f'sentence of {s}'] for s in rep.stages})   # whatever it holds
+    assert 'sentence of before' in report_html(other) and 'sentence of after' in report_html(other)
+
+
+def test_render_imports_nothing_but_data_and_constants_from_report():
+    tree = ast.parse((ROOT/'calibkit'/'render.py').read_text(encoding='utf-8'))
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and 'report' in n.module
+             for a in n.names}
+    assert names == {'CI_BUDGET', 'METRICS', 'SELECTIVE', 'Report'}
 
 
 def test_write_report_files_writes_every_report_file(rep, tmp_path):
