@@ -251,7 +251,7 @@ def _report(args, inp, grouper, recal) -> int:
             rep = calibration_report(ev, fit=fit, counts=counts, grouper=grouper, n_groups=args.n_groups,
                                      recalibrator=recal, n_bins=args.n_bins, bin_size=args.bin_size,
                                      binning=args.binning, level=args.level, n_samples=args.n_samples, seed=args.seed,
-                                     title=f'Calibration of {Path(args.input).name}', conformal=conformal,
+                                     title=args.title or f'Calibration of {Path(args.input).name}', conformal=conformal,
                                      fit_name=Path(args.fit).name if args.fit else None,
                                      events_name=None if args.input == '-' else Path(args.input).name,
                                      meta=dict(command=args.command_line, input=str(args.input),
@@ -396,6 +396,7 @@ def parser() -> argparse.ArgumentParser:
                    help=f'resamples for intervals and consistency bands (default {s.ci_samples}, '
                         f'at most {MAX_SAMPLES:,})')
     r.add_argument('--seed', type=int_flag('--seed', 0), help=f'random seed (default {s.seed})')
+    r.add_argument('--title', help='the report page\'s title (default: "Calibration of <input name>")')
     r.add_argument('--out', help='output folder (default: <input name>-calibration; with --json: none)')
     r.add_argument('--force', action='store_true', help='replace a report folder calibkit wrote (nothing else)')
     r.add_argument('--json', action='store_true', help='print metrics.json to stdout (nothing else on stdout)')

@@ -52,6 +52,18 @@ def test_report_from_events_files_agree(data, tmp_path, name, capsys):
     assert m['meta']['calibkit_version']
 
 
+def test_title_names_the_page_and_is_escaped(data, tmp_path, capsys):
+    "Issue 35: the page title was always 'Calibration of FILE'; --title sets it (escaped in the HTML)."
+    r = calibkit_here(capsys, 'report', data/'test.csv', '--out', tmp_path/'r', '--n-samples', 50,
+                      '--title', 'POS tagger <b>dev</b> & test')
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path/'r'/'report.html').read_text()
+    assert '<title>POS tagger &lt;b&gt;dev&lt;/b&gt; &amp; test</title>' in html and '<b>dev</b>' not in html
+    assert json.loads((tmp_path/'r'/'metrics.json').read_text())['meta']['title'] == 'POS tagger <b>dev</b> & test'
+    r = calibkit_here(capsys, 'report', data/'test.csv', '--out', tmp_path/'d', '--n-samples', 50)
+    assert '<title>Calibration of test.csv</title>' in (tmp_path/'d'/'report.html').read_text()
+
+
 def test_score_matrix_uses_threshold_and_reports_drops(data, tmp_path, capsys):
     r = calibkit_here(capsys, 'report', data/'scores.npz', '--out', tmp_path/'r', '--threshold', .05, '--n-samples', 50)
     assert r.returncode == 0, r.stderr
