@@ -65,7 +65,9 @@ def test_all_groups_shows_every_group_and_is_recorded(tagged):
 
 def test_report_grid_fills_the_report_page_and_titles_are_whole(tagged):
     "TFG groups have long names (tag count, frequency band, tags): each title is in the SVG whole, on wrapped lines."
-    r = calibration_report(tagged, grouper='tfg', n_groups=8, n_samples=50, all_groups=True)
+    from calibkit.plugins import make
+    tfg = make('grouper', 'tfg', dict(n_groups=8, balanced=True))
+    r = calibration_report(tagged, grouper=tfg, n_samples=50, all_groups=True)
     chart = r.charts['groups_before']
     spec = chart.to_dict()
     assert spec['columns'] == 4                                        # not 2: the report page is ~1,100 px wide
