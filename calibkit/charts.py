@@ -19,9 +19,9 @@ from .selective import MAX_CURVE_POINTS, risk_coverage
 
 # %% auto #0
 __all__ = ['FONT', 'FONT_STACK', 'BIN_COLUMNS', 'BAND_COLUMNS', 'MAX_ROWS', 'CONF_TITLE', 'ACC_TITLE', 'SCALES', 'AT_ACCURACY',
-           'AT_EDGE', 'BAND_NOTE', 'MAX_COLUMNS', 'CURVE_COLUMNS', 'RC_NOTE', 'SAVE_FORMATS', 'font_renderer',
-           'font_chars', 'chart_spec', 'font_css', 'to_svg', 'SVGDisplay', 'svg_display', 'choose_scale', 'reliability',
-           'reliability_grid', 'risk_coverage_chart', 'smooth_reliability', 'save_chart', 'study_curve']
+           'AT_EDGE', 'BAND_NOTE', 'PAGE_PX', 'CURVE_COLUMNS', 'RC_NOTE', 'SAVE_FORMATS', 'font_renderer', 'font_chars',
+           'chart_spec', 'font_css', 'to_svg', 'SVGDisplay', 'svg_display', 'choose_scale', 'reliability',
+           'grid_columns', 'reliability_grid', 'risk_coverage_chart', 'smooth_reliability', 'save_chart', 'study_curve']
 
 # %% ../nbs/40_charts.ipynb #8d695b12
 FONT = 'Calibkit Sans'                                # the family of calibkit/fonts/CalibkitSans-*.ttf
@@ -179,7 +179,7 @@ _PROB_TICKS = (.5, .1, .9, .01, .99, .001, .999, 1e-4, .9999, .25, .75, .05, .95
 _TICK_PX = 44            # room for one probability tick label ('0.0001' at 10 px) and a gap
 _CONF_CLIP = 1e-6
 AT_ACCURACY = 'accuracy in bin'
-AT_EDGE = 'accuracy 0 or 1, drawn at the axis edge'
+AT_EDGE = 'accuracy 0 or 1 (drawn at the axis edge)'
 
 def _logit(p) -> np.ndarray:
     # rounded to 1e-9: numpy's `log` differs by an ulp between processors (its AVX-512 and AVX2 kernels), and
@@ -194,16 +194,17 @@ def _ticks(lo: float, hi: float, px: int) -> list[float]:
     return sorted(kept)
 
 def _plot_frame(t: pd.DataFrame, scale: str, px: int = 300) -> tuple[pd.DataFrame, dict]:
-    """The bins with a `drawn` column (where each point is drawn) and, for 'logit', the plotted coordinates
-    (`x_conf, x_acc, x_lo, x_hi`, the bin's range `x_blo, x_bhi`, the band's `x_band_lo, x_band_hi` when the
-    bins have one); and the axis settings of `scale` for a plot `px` wide."""
-    if scale == 'linear': return t.assign(drawn=AT_ACCURACY), dict(domain=[0, 1], ticks=None, edge=False)
+    """The bins with a `drawn` column (`AT_EDGE` for a bin of accuracy 0 or 1, else `AT_ACCURACY`) and, for 'logit',
+    the plotted coordinates (`x_conf, x_acc, x_lo, x_hi`, the bin's range `x_blo, x_bhi`, the band's `x_band_lo,
+    x_band_hi` when the bins have one); and the axis settings of `scale` for a plot `px` wide."""
+    edge = (t.acc == 0) | (t.acc == 1)
+    drawn = np.where(edge, AT_EDGE, AT_ACCURACY)
+    if scale == 'linear': return t.assign(drawn=drawn), dict(domain=[0, 1], ticks=None, edge=bool(edge.any()))
     half = 0.5 / t.n.to_numpy(float)                    # half an event: where 0 and 1 are drawn
     shown = lambda c: _logit(np.clip(t[c].to_numpy(float), half, 1 - half))
     conf = lambda c: _logit(np.clip(t[c].to_numpy(float), _CONF_CLIP, 1 - _CONF_CLIP))
-    edge = (t.acc == 0) | (t.acc == 1)
     p = t.assign(x_conf=conf('conf'), x_acc=shown('acc'), x_lo=shown('ci_lo'), x_hi=shown('ci_hi'),
-                 x_blo=conf('lo'), x_bhi=conf('hi'), drawn=np.where(edge, AT_EDGE, AT_ACCURACY))
+                 x_blo=conf('lo'), x_bhi=conf('hi'), drawn=drawn)
     bands = [c for c in BAND_COLUMNS if c in t.columns]
     p = p.assign(**{f'x_{c}': shown(c) for c in bands})
     v = p[['x_conf', 'x_acc', 'x_lo', 'x_hi', 'x_blo', 'x_bhi', *(f'x_{c}' for c in bands)]].to_numpy()
@@ -231,8 +232,9 @@ _TITLE_PX = 420                   # title lines at most this wide: a diagram sta
 
 def _layers(conf_axis: str, color: bool, scale: str, ax: dict, acc_title: bool = True,
             bands: bool = False) -> list[alt.Chart]:
-    """Diagonal, per-bin interval rules and points (hollow where drawn at the edge), on bins from `_plot_frame`;
-    with `bands`, first a grey box per bin spanning its confidences and its consistency band."""
+    """Diagonal, per-bin interval rules and outlined points (open circles where accuracy is 0 or 1, at the axis edge),
+    on bins from `_plot_frame`; with `bands`, first a grey box per bin spanning its confidences and its consistency
+    band."""
     c, a = _axes(conf_axis)
     f, sc = _FIELDS[scale], alt.Scale(domain=ax['domain'], nice=False)
     axis = lambda title: alt.Axis(title=title, **_tick_axis(scale, ax))
@@ -246,7 +248,7 @@ def _layers(conf_axis: str, color: bool, scale: str, ax: dict, acc_title: bool =
     diagonal = (alt.Chart().transform_aggregate(rows='count()').mark_rule(color='gray', strokeDash=[4, 4])
                 .encode(x=alt.datum(d0), y=alt.datum(d0), x2=alt.datum(d1), y2=alt.datum(d1)))
     rules = alt.Chart().mark_rule().encode(conf, acc(f['lo']), _POS2[a](f"{f['hi']}:Q"), **col)
-    points = alt.Chart().mark_point(filled=True, size=40, strokeWidth=1.5, color=_BAR).encode(
+    points = alt.Chart().mark_point(filled=True, size=40, strokeWidth=1.5, opacity=1, color=_BAR, stroke=_BAR).encode(
         conf, acc(f['acc']), tooltip=_TOOLTIP, **col, **marker)
     if not bands: return [diagonal, rules, points]
     band = alt.Chart().mark_rect(color=_BAND, opacity=0.35).encode(
@@ -303,7 +305,7 @@ def _subtitle(conf_axis: str, scale: str, px: float, edge: bool = False, bands: 
     side = 'above' if conf_axis == 'x' else 'below'
     below = 'below' if conf_axis == 'x' else 'beside'
     axes = '; log-odds axes' if scale == 'logit' else ''
-    note = (_wrap(f'hollow points: {AT_EDGE}', px, 10, 'normal') if edge else []) + \
+    note = (_wrap(f'open circles: {AT_EDGE}', px, 10, 'normal') if edge else []) + \
            (_wrap(BAND_NOTE, px, 10, 'normal') if bands else [])
     return _wrap(f'bars: per-bin interval; {side} the diagonal = under-confident; {below}: events per bin{axes}',
                  px, 10, 'normal') + note
@@ -344,33 +346,47 @@ def reliability(data, # events (a frame, or confidences with `correct`) or a bin
         title=_title(head, _score_text(_score(t), ci, level), _TITLE_PX,
                      _subtitle(conf_axis, scale, _TITLE_PX, ax['edge'], bands))))
 
-# %% ../nbs/40_charts.ipynb #45978637
-MAX_COLUMNS = 2                # panels per row that fit a documentation page (about 550 px) at full size
+# %% ../nbs/40_charts.ipynb #b1c2d3e4
+PAGE_PX = 550                  # a grid's default width: a documentation page's column (585 px in a 1200 px window)
 _PANEL, _PANEL_HIST = 190, 40  # a grid panel's side and its histogram's height, in px
+_COLUMN_PX = dict(x=252, y=358)   # a grid column with its axes and spacing, by `conf_axis` (measured, log-odds labels)
+_FIRST_PX = 10                    # and what the first column's axis titles add
 
-def reliability_grid(tables: Mapping[str, pd.DataFrame], # key (a panel's name) -> bins table
-                     *, columns=None, # panels per row (default and at most `MAX_COLUMNS`)
+def grid_columns(n: int,  # panels
+                 width=PAGE_PX,  # the widest the grid may be, in px
+                 conf_axis='x',  # 'x': confidence on x; 'y': accuracy on x (each panel is wider: histogram beside)
+                 ) -> int:
+    "How many panels of `reliability_grid` share a row: as many as fit in `width` (at least 1), at most `n`."
+    _axes(conf_axis)
+    fit = (check_int('width', width, 1) - _FIRST_PX) // _COLUMN_PX[conf_axis]
+    return int(min(max(fit, 1), check_int('n', n, 1)))
+
+# %% ../nbs/40_charts.ipynb #45978637
+def reliability_grid(tables: Mapping[str, pd.DataFrame], # key (a panel's title: wrapped, never cut) -> bins table
+                     *, columns=None, # panels per row (default: as many as fit in `width`; never more)
                      conf_axis='x', # 'x': confidence on x; 'y': accuracy on x
                      title=None, # the grid's title (default: 'Reliability diagrams')
                      scale='auto', # 'linear', 'logit' or 'auto', chosen over all panels together
+                     width=PAGE_PX, # the widest the grid may be, in px (`PAGE_PX`: a documentation page)
                     ) -> alt.ConcatChart:
     "One reliability panel (diagram over histogram) per key of `tables`, on shared axes, CalibMSE in its title."
     if not isinstance(tables, Mapping):
         raise TypeError(f'tables must be a dict of key -> bins table, got {type(tables).__name__}')
     if not tables: raise ValueError('tables is empty')
     check_choice('scale', scale, SCALES)
-    columns = min(len(tables), MAX_COLUMNS) if columns is None else min(check_int('columns', columns, 1), MAX_COLUMNS)
+    fit = grid_columns(len(tables), width, conf_axis)
+    columns = fit if columns is None else min(check_int('columns', columns, 1), fit)
     parts = [_check_table(table, f'tables[{key!r}]').assign(panel=i) for i, (key, table) in enumerate(tables.items())]
     t = pd.concat(parts, ignore_index=True)
     if len(t) > MAX_ROWS:
         raise ValueError(f'tables hold {len(t)} non-empty bins in all, too many to chart (limit {MAX_ROWS})')
     scale, p, ax = _view(t, scale, _PANEL)                      # one scale and one domain for all panels
     panels = [_stack(p[p.panel == i].drop(columns='panel'), ax, conf_axis, False, scale, _PANEL, _PANEL_HIST,
-                     acc_title=i % int(columns) == 0).properties(
+                     acc_title=i % columns == 0).properties(
                   title=_title(str(key), _score_text(_score(part), None, None), _PANEL + 40, size=11))
               for i, (key, part) in enumerate(zip(tables, parts))]
-    px = int(columns) * (_PANEL + 50)
-    return svg_display(alt.concat(*panels, columns=int(columns), spacing=16).properties(
+    px = columns * (_PANEL + 50)
+    return svg_display(alt.concat(*panels, columns=columns, spacing=16).properties(
         title=alt.TitleParams(_wrap(title or 'Reliability diagrams', px), anchor='start',
                               subtitle=_subtitle(conf_axis, scale, px, ax['edge']), subtitleFontSize=10)))
 

@@ -197,7 +197,8 @@ def _check_flags(args) -> None:
     if args.param and args.recalibrator in (None, 'none'):
         raise CLIError(EX_USAGE, '--param needs --recalibrator (not none)')
     if args.grouper is None:
-        for flag, value in (('--counts', args.counts), ('--n-groups', args.n_groups)):
+        grouping = (('--counts', args.counts), ('--n-groups', args.n_groups), ('--all-groups', args.all_groups or None))
+        for flag, value in grouping:
             if value is not None: raise CLIError(EX_USAGE, f'{flag} needs --grouper: it configures the grouping')
     if args.fit and args.recalibrator in (None, 'none') and args.grouper is None and args.conformal is None:
         raise CLIError(EX_USAGE, '--fit needs --recalibrator, --grouper or --conformal: it is what they are fitted on')
@@ -252,6 +253,7 @@ def _report(args, inp, grouper, recal) -> int:
                                      recalibrator=recal, n_bins=args.n_bins, bin_size=args.bin_size,
                                      binning=args.binning, level=args.level, n_samples=args.n_samples, seed=args.seed,
                                      title=args.title or f'Calibration of {Path(args.input).name}', conformal=conformal,
+                                     all_groups=args.all_groups,
                                      fit_name=Path(args.fit).name if args.fit else None,
                                      events_name=None if args.input == '-' else Path(args.input).name,
                                      meta=dict(command=args.command_line, input=str(args.input),
@@ -371,6 +373,8 @@ def parser() -> argparse.ArgumentParser:
                    help='grouper parameter (repeatable)')
     r.add_argument('--n-groups', type=int_flag('--n-groups', 1),
                    help=f'groups, for a grouper that takes it (default {s.n_groups})')
+    r.add_argument('--all-groups', action='store_true',
+                   help='chart every group (default: the most frequent, the rarest and the worst calibrated)')
     r.add_argument('--recalibrator', help='recalibrator plugin: none, histogram, isotonic, platt, ... (needs --fit)')
     r.add_argument('--param', type=param_flag, action='append', metavar='K=V',
                    help='recalibrator parameter (repeatable)')

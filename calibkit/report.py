@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
-from .events import as_pairs, check_choice, check_int, check_probs
+from .events import as_pairs, check_bool, check_choice, check_int, check_probs
 from .binning import BINNINGS, BinStats, bin_interval, bin_stats, bin_table, group_bins, sorted_events, wsum
 from .metrics import brier, calib_mse_interval, ece_interval
 from .significance import CALIBRATED, binomial_bands, consistency_bands, ecce_r_test, spiegelhalter_test
@@ -19,10 +19,10 @@ from .conformal import ConformalSets, set_summary
 from .plugins import make
 
 # %% auto #0
-__all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'stage_stats', 'bins_note',
-           'metric_rows', 'recalibrated', 'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text',
-           'stage_significance', 'significance_text', 'reconcile_text', 'verdict_sentences', 'Report', 'stage_name',
-           'conformal_summary', 'calibration_report', 'dask_report', 'report_charts']
+__all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'REPORT_PX', 'PANEL_REASONS',
+           'stage_stats', 'bins_note', 'metric_rows', 'recalibrated', 'group_metrics', 'stage_bands', 'stage_verdict',
+           'verdict_text', 'stage_significance', 'significance_text', 'reconcile_text', 'verdict_sentences', 'Report',
+           'stage_name', 'conformal_summary', 'calibration_report', 'dask_report', 'panel_groups', 'report_charts']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -475,6 +475,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                        n_samples=None,  # resamples for intervals and bands (default: the settings' ci_samples)
                        seed=None,  # their seed (default: the settings' seed)
                        title='Calibration report',  # the page's title
+                       all_groups=False,  # chart every group (default: at most `MAX_PANELS` per stage, `panel_groups`)
                        fit_name: str | None = None,  # what the fit events are called in the report (e.g. the file name)
                        events_name: str | None = None,  # what the evaluated events are called in its warnings (a file)
                        meta: dict | None = None,  # extra provenance recorded in metrics.json
@@ -492,7 +493,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
     if binning == 'adaptive' and (n_bins is not None or bin_size is not None):
         raise ValueError("binning='adaptive' chooses its own bins: n_bins/bin_size do not apply")
     level, n_samples, seed = default('ci_level', level), default('ci_samples', n_samples), default('seed', seed)
-    seed = check_int('seed', seed, 0)
+    seed, all_groups = check_int('seed', seed, 0), check_bool('all_groups', all_groups)
     said = []
     names = (f'{events_name} (the evaluated events)' if events_name else 'the evaluated events',
              f'{fit_name} (the fit events)' if fit_name else 'the fit events')
@@ -558,7 +559,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
     meta = dict(title=title, calibkit_version=calibkit_version(), binning=binning, n_bins=info['before']['n_bins'],
                 n_bins_requested=n_bins, bin_size=bin_size, level=level, n_samples=n_samples, seed=seed,
                 grouper=_plugin_name(grouper), n_groups=gn['n_groups'], recalibrator=_plugin_name(recalibrator),
-                params=params or None, fit=fit_name, fit_events=None if fit is None else len(fit), **(meta or {}))
+                params=params or None, fit=fit_name, fit_events=None if fit is None else len(fit),
+                all_groups=all_groups, **(meta or {}))
     if 'after' in info:
         b, a = (info[s]['verdict']['calib_mse'] for s in ('before', 'after'))
         summary['change'] = dict(key='calib_mse', before=b, after=a, text=f'CalibMSE {_g(b[0])} → {_g(a[0])} '
@@ -614,6 +616,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                 n_samples=None,  # resamples for the intervals (default: the settings' ci_samples)
                 seed=None,  # their seed, and the sample's (default: the settings' seed)
                 title='Calibration report',  # the page's title
+                all_groups=False,  # chart every group (default: at most `MAX_PANELS` per stage, `panel_groups`)
                 fit_name: str | None = None,  # what the fit events are called in the report
                 meta: dict | None = None,  # extra provenance recorded in metrics.json
                 sample_size: int = DASK_SAMPLE,  # events sampled for the significance tests and selective prediction
@@ -631,7 +634,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
     if n_bins is not None and bin_size is not None: raise ValueError('give at most one of n_bins and bin_size')
     sample_size = check_int('sample_size', sample_size, 1)
     level, n_samples, seed = default('ci_level', level), default('ci_samples', n_samples), default('seed', seed)
-    seed = check_int('seed', seed, 0)
+    seed, all_groups = check_int('seed', seed, 0), check_bool('all_groups', all_groups)
     said = []
     if binning == 'adaptive':
         raise ValueError("binning='adaptive' needs the events in memory (it searches the sorted events); out of core, "
@@ -710,7 +713,8 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                 n_bins_requested=n_bins, bin_size=bin_size, level=level, n_samples=n_samples, seed=seed,
                 grouper=_plugin_name(grouper), n_groups=gn['n_groups'], recalibrator=rname,
                 params=params or None, fit=fit_name, fit_events=n_fit, out_of_core=dict(
-                    partitions=int(events.npartitions), sample_size=sample_size), **(meta or {}))
+                    partitions=int(events.npartitions), sample_size=sample_size), all_groups=all_groups,
+                **(meta or {}))
     if 'after' in info:
         b, a = (info[s]['verdict']['calib_mse'] for s in ('before', 'after'))
         summary['change'] = dict(key='calib_mse', before=b, after=a, text=f'CalibMSE {_g(b[0])} → {_g(a[0])} '
@@ -723,17 +727,51 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                   curves=pd.concat(curves)[['stage', *curves[0].columns[:-1]]].reset_index(drop=True))
 
 # %% ../nbs/60_report.ipynb #baf6b35e
-MAX_PANELS = 12   # group panels charted per stage: the most frequent groups (ids 1, 2, ...); all are in the tables
+MAX_PANELS = 12   # group panels charted per stage by default (`panel_groups`); every group is in the tables
+REPORT_PX = 1060  # a report page's charts at most this wide (calibkit.render's page: 1100 px, less margins)
+PANEL_REASONS = ('most frequent', 'rarest', 'worst calibrated')   # why `panel_groups` charts a group
 
-def _short(text: str, width: int = 28) -> str: return text if len(text) <= width else text[:width - 1] + '…'
+def panel_groups(groups: pd.DataFrame,  # one stage's groups: group, n_events, gmce (a report's groups table)
+                 max_panels: int | None = MAX_PANELS,  # at most this many groups; None: every group
+                 ) -> dict:  # group -> why it is charted (`PANEL_REASONS`; none when every group is), in table order
+    """The groups with events to chart: all of them when they are at most `max_panels`, else the most frequent (most
+    events), the rarest (fewest events) and the worst calibrated (highest GMCE): the first of each ranking, then the
+    second of each, ... until `max_panels` groups are chosen, each with every ranking that chose it."""
+    if not isinstance(groups, pd.DataFrame): raise TypeError(f'groups must be a DataFrame, got {type(groups).__name__}')
+    missing = [c for c in ('group', 'n_events', 'gmce') if c not in groups.columns]
+    if missing: raise ValueError(f'groups lacks column(s) {missing}; it has {list(groups.columns)}')
+    if groups.group.duplicated().any(): raise ValueError('groups has a group twice: give one stage\'s groups')
+    g = groups[groups.n_events > 0]
+    if max_panels is None or len(g) <= check_int('max_panels', max_panels, 1): return {k: [] for k in g.group}
+    rank = lambda col, asc: g.dropna(subset=[col]).sort_values(col, ascending=asc, kind='stable').group.tolist()
+    orders = dict(zip(PANEL_REASONS, (rank('n_events', False), rank('n_events', True), rank('gmce', False))))
+    why = {}
+    for i in range(len(g)):
+        for reason, order in orders.items():
+            if i < len(order) and (order[i] in why or len(why) < max_panels):
+                why.setdefault(order[i], []).append(reason)
+        if len(why) == max_panels: break
+    return {k: why[k] for k in g.group if k in why}
+
+# %% ../nbs/60_report.ipynb #c0a1b2c5
+def _panel_title(group, members, why: list) -> str:
+    "A group panel's title: the group and its members, then why it is charted."
+    name = f'{group}: {members}' if isinstance(members, str) and members else f'group {group}'
+    return f'{name} ({", ".join(why)})' if why else name
+
+def _grid_title(stage: str, why: dict, n: int) -> str:
+    "The title of a stage's group grid: which of its `n` groups with events are shown, and why."
+    if len(why) == n: return f'Per group ({stage})'
+    counts = [f'the {sum(r in v for v in why.values())} {r}' for r in PANEL_REASONS]
+    return f'Per group ({stage}): {len(why)} of {n:,} groups, {", ".join(counts[:-1])} and {counts[-1]} (highest GMCE)'
 
 def report_charts(r: Report,  # a calibration report
                   ) -> dict:
-    """Reliability chart of each stage (with consistency bands), a grid of the `MAX_PANELS` most frequent groups, and
-    the risk–coverage chart of each stage, from the report's tables."""
+    """Reliability chart of each stage (with consistency bands), a grid of its groups (`panel_groups`: at most
+    `MAX_PANELS`, each titled with why it is shown; every group with the report's `all_groups`), and the risk–coverage
+    chart of each stage, from the report's tables."""
     from calibkit.charts import reliability, reliability_grid, risk_coverage_chart   # deliberately lazy: Altair
     charts, t = {}, r.bins
-    names = {} if r.groups is None else dict(zip(r.groups.group.astype(str), r.groups.members.fillna('').astype(str)))
     for stage in pd.unique(t.stage):
         s = t[t.stage == stage]
         charts[f'reliability_{stage}'] = reliability(s[s.group == 'all'], title=f'{r.meta["title"]} ({stage})',
@@ -741,15 +779,13 @@ def report_charts(r: Report,  # a calibration report
         if r.curves is not None:
             curve = r.curves[r.curves.stage == stage].drop(columns='stage')
             charts[f'risk_coverage_{stage}'] = risk_coverage_chart(curve, title=f'Risk–coverage ({stage})')
-        keys = [k for k in pd.unique(s.group) if k != 'all']
-        if not keys: continue
-        shown = keys[:MAX_PANELS]
-        part = s[s.group.isin(shown)]
-        panels = {_short(f'{k}: {names.get(k, "")}' if names.get(k) else f'group {k}'): part[part.group == k]
-                  for k in shown}
-        head = f'Per group ({stage})' + (f': the {len(shown)} most frequent of {len(keys):,} groups'
-                                         if len(keys) > len(shown) else '')
-        charts[f'groups_{stage}'] = reliability_grid(panels, title=head)
+        if r.groups is None: continue
+        gs = r.groups[r.groups.stage == stage].set_index('group', drop=False)
+        why = panel_groups(gs, None if r.meta.get('all_groups') else MAX_PANELS)
+        if not why: continue
+        panels = {_panel_title(k, gs.members.get(k), v): s[s.group == str(k)] for k, v in why.items()}
+        head = _grid_title(stage, why, int((gs.n_events > 0).sum()))
+        charts[f'groups_{stage}'] = reliability_grid(panels, title=head, width=REPORT_PX)
     return charts
 
 # %% ../nbs/60_report.ipynb #9aa1e9e1

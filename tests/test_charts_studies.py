@@ -294,7 +294,7 @@ def test_smooth_reliability_draws_a_curve_and_validates():
     with pytest.raises(TypeError, match='curve must be a DataFrame'): smooth_reliability([(0, 0), (1, 1)])
 
 
-def test_log_odds_ticks_never_pile_and_points_at_the_edge_are_hollow_and_explained():
+def test_log_odds_ticks_never_pile_and_points_at_the_edge_are_open_circles_and_explained():
     from calibkit.charts import reliability, to_svg, AT_EDGE, AT_ACCURACY, _TICK_PX
     t = pd.DataFrame(dict(lo=[.0005, .02, .2, .97], hi=[.0015, .1, .3, .97], n=[900, 100, 100, 100], conf=[.001, .05, .25, .97],
                           acc=[0, .06, .2, 1], ci_lo=[0, .01, .12, 1], ci_hi=[0, .11, .28, 1]))   # accuracy exactly 0 and 1
@@ -305,8 +305,8 @@ def test_log_odds_ticks_never_pile_and_points_at_the_edge_are_hollow_and_explain
     assert edge.sum() == 2 and list(rows.drawn) == [AT_EDGE if e else AT_ACCURACY for e in edge]
     pts = _diagram(spec)['layer'][2]['encoding']
     assert pts['fillOpacity']['scale'] == {'domain': [AT_ACCURACY, AT_EDGE], 'range': [0.8, 0]}
-    assert f'hollow points: {AT_EDGE}' in ' '.join(spec['title']['subtitle'])
-    assert to_svg(ch).count('fill-opacity="0"') == 2                      # drawn hollow, both
+    assert f'open circles: {AT_EDGE}' in ' '.join(spec['title']['subtitle'])
+    assert to_svg(ch).count('fill-opacity="0" stroke="#4c78a8" stroke-width="1.5"') == 2    # outlined, both
     lo, hi = pts['x']['scale']['domain']
     ticks = pts['x']['axis']['values']
     assert len(ticks) >= 3 and np.diff(ticks).min() * 300 / (hi - lo) >= _TICK_PX   # px between neighbouring labels

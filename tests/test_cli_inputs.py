@@ -55,6 +55,7 @@ def test_true_line_at_the_command_line(tmp_path, text, line):
     (['--recalibrator', 'none', '--param', 'n_bins=3'], '--param needs --recalibrator'),
     (['--counts', 'c.csv'], '--counts needs --grouper'),
     (['--n-groups', '3'], '--n-groups needs --grouper'),
+    (['--all-groups'], '--all-groups needs --grouper'),
     (['--fit', 'test.csv'], '--fit needs --recalibrator, --grouper or --conformal'),
     (['--n-samples', '1000000000'], '--n-samples must be an integer in [2, 10000]'),
     (['--extractor-param', 'kind=logits'], '--extractor-param needs --extractor: kind is a parameter of softmax (--extractor softmax)'),

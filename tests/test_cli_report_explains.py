@@ -126,7 +126,10 @@ def test_per_class_on_a_thousand_labels_is_summarised_not_refused(tmp_path):
     assert r.returncode == 0, r.stderr
     page = html.unescape((tmp_path/'r'/'report.html').read_text())
     assert 'The 50 most frequent groups of each stage are shown; 950 more rows are in groups.csv and metrics.json.' in page
-    assert 'Per group (before): the 12 most frequent of 1,000 groups' in (tmp_path/'r'/'groups_before.svg').read_text()
+    grid = (tmp_path/'r'/'groups_before.svg').read_text()
+    assert 'Per group (before): 12 of 1,000 groups, the ' in grid      # the most frequent, the rarest, the worst
+    spec = json.loads((tmp_path/'r'/'groups_before.vl.json').read_text())
+    assert len(spec['concat']) == 12 and all(' (' in ' '.join(p['title']['text']) for p in spec['concat'])   # why
     g = pd.read_csv(tmp_path/'r'/'groups.csv')
     assert len(g) == 1000 and set(g.members) == {f'T{v}' for v in range(1000)} and g.n_events.sum() == n
 

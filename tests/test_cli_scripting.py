@@ -176,3 +176,12 @@ def test_extractor_over_a_raw_output(data, capsys):
                                     'events=top', '--json').stdout)['summary']['events'] == 400
     r = calibkit_here(capsys, 'report', data/'raw.npz', '--extractor', 'softmaxx')
     assert r.returncode == 2 and "unknown extractor 'softmaxx'" in r.stderr
+
+
+def test_all_groups_flag_is_the_reports_all_groups(data, tmp_path, capsys):
+    "--all-groups is calibration_report's all_groups: recorded in metrics.json, every group charted."
+    for flag in ([], ['--all-groups']):
+        r = calibkit_here(capsys, 'report', data/'test.csv', '--grouper', 'per_class', *flag, '--n-samples', 30,
+                          '--out', tmp_path/f'r{len(flag)}')
+        assert r.returncode == 0, r.stderr
+        assert json.loads((tmp_path/f'r{len(flag)}'/'metrics.json').read_text())['meta']['all_groups'] is bool(flag)
