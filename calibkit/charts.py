@@ -488,31 +488,40 @@ def _html_page(svg: str) -> str:
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>calibkit chart</title>\n'
             f'<style>{font_css()}</style></head>\n<body>\n{svg}\n</body></html>\n')
 
-def save_chart(chart,                      # an Altair chart (as calibkit's chart functions return)
-               path,                       # the files' path without extension: `path.svg`, `path.png`, ...
-               formats=('svg', 'vl.json')  # any of `SAVE_FORMATS` (a string for one)
+def _format_of(path: Path) -> str | None:
+    "The format a path's extension names (`fig.png` → 'png', `fig.vl.json` → 'vl.json'), None without one."
+    return next((f for f in SAVE_FORMATS if path.name.lower().endswith(f'.{f}') and len(path.name) > len(f) + 1), None)
+
+def save_chart(chart,         # an Altair chart (as calibkit's chart functions return)
+               path,          # `fig.png`: that file, in the format its extension names; `fig`: `fig.<format>` per format
+               formats=None,  # any of `SAVE_FORMATS` (a string for one); default: the path's, else ('svg', 'vl.json')
                ) -> list[Path]:
-    "Write `chart` to `path.<format>` for each of `formats` (atomically, deterministically); return the paths."
+    """Write `chart` to `path` in the format its extension names (as Altair's `chart.save` does), or to
+    `path.<format>` for each of `formats`; atomically, deterministically; return the paths."""
     if not isinstance(chart, alt.TopLevelMixin):
         raise TypeError(f'chart must be an Altair chart, got {type(chart).__name__}')
-    formats = (formats,) if isinstance(formats, str) else tuple(formats)
+    path = Path(path)
+    if not path.name: raise ValueError(f'path must name a file, got {str(path)!r}')
+    named = _format_of(path)
+    if named is None and path.suffix.lower() in ('.json', '.jpg', '.jpeg', '.gif', '.webp', '.eps'):
+        raise ValueError(f'path {str(path)!r}: its extension names no format calibkit writes; use one of '
+                         f'{", ".join("." + f for f in SAVE_FORMATS)}, or none')
+    if named is not None:
+        if formats not in (None, named, (named,), [named]):
+            raise ValueError(f'path {str(path)!r} names the format {named!r}, formats asks for {formats!r}: give one')
+        formats = (named,)
+    formats = ('svg', 'vl.json') if formats is None else (formats,) if isinstance(formats, str) else tuple(formats)
     bad = [f for f in formats if f not in SAVE_FORMATS]
     if bad or not formats or len(set(formats)) < len(formats):
         raise ValueError(f'formats must be distinct values of {list(SAVE_FORMATS)}, got {list(formats)}')
-    path = Path(path)
-    if path.suffix in ('.svg', '.json', '.png', '.pdf', '.html') or not path.name:
-        raise ValueError(f'path must be given without extension (save_chart adds .svg, .png, ...), got {str(path)!r}')
     svg = to_svg(chart) if set(formats) - {'vl.json'} else None
     render = {'svg': lambda: svg, 'png': lambda: font_renderer().svg_to_png(svg, scale=2),
               'pdf': lambda: font_renderer().svg_to_pdf(svg), 'html': lambda: _html_page(svg),
               'vl.json': lambda: json.dumps(chart_spec(chart), indent=2) + '\n'}
     path.parent.mkdir(parents=True, exist_ok=True)
-    out = []
-    for f in formats:
-        target = path.with_name(f'{path.name}.{f}')
-        _write_atomic(target, render[f]())
-        out.append(target)
-    return out
+    targets = [path] if named else [path.with_name(f'{path.name}.{f}') for f in formats]   # the name as given
+    for f, target in zip(formats, targets): _write_atomic(target, render[f]())
+    return targets
 
 # %% ../nbs/40_charts.ipynb #171d7209
 def study_curve(df: pd.DataFrame,  # the study's results, one row per point

@@ -183,9 +183,21 @@ def test_study_curve_validation():
 def test_save_chart_rejects_bad_input(tmp_path, data):
     ch = reliability(*data)
     with pytest.raises(TypeError, match='chart must be an Altair chart'): save_chart(ch.to_dict(), tmp_path/'x')
-    for bad in ('x.svg', 'x.vl.json', 'x.png'):
-        with pytest.raises(ValueError, match='without extension'): save_chart(ch, tmp_path/bad)
+    for bad, formats in (('x.svg', 'png'), ('x.vl.json', ('svg', 'vl.json')), ('x.png', ['pdf'])):
+        with pytest.raises(ValueError, match=r'names the format .*, formats asks for'): save_chart(ch, tmp_path/bad, formats)
+    for bad in ('x.json', 'x.jpeg'):
+        with pytest.raises(ValueError, match='its extension names no format calibkit writes'): save_chart(ch, tmp_path/bad)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_save_chart_takes_the_format_from_the_extension_as_altair_does(tmp_path, data):
+    "Issue 35: save_chart(chart, 'fig.png') was refused; Altair and matplotlib pick the format from the extension."
+    ch = reliability(*data)
+    for name in ('fig.svg', 'fig.png', 'fig.pdf', 'fig.html', 'fig.vl.json', 'FIG.SVG'):
+        (path,) = save_chart(ch, tmp_path/name)
+        assert path == tmp_path/name and path.exists()
+    assert save_chart(ch, tmp_path/'both.svg', 'svg') == [tmp_path/'both.svg']
+    assert (tmp_path/'fig.svg').read_bytes() == save_chart(ch, tmp_path/'again')[0].read_bytes()
 
 
 def test_save_chart_writes_both_files_and_overwrites(tmp_path, data):
