@@ -2,8 +2,10 @@
 
     .venv/bin/python bench/artifact_drift.py seq2seq_ewt generation_ewt
     OPENBLAS_CORETYPE=Prescott .venv/bin/python bench/artifact_drift.py seq2seq_ewt generation_ewt
+    ATEN_CPU_CAPABILITY=default .venv/bin/python bench/artifact_drift.py --full generation_ewt   # the committed size
 
-Retrains each named artifact at its small size (as `python3 tasks.py check-artifacts` does) and prints, over its
+Retrains each named artifact at its small size (as `python3 tasks.py check-artifacts` does; `--full`: at the size
+the notebooks load) and prints, over its
 floating-point outputs, the largest absolute difference, the largest relative difference (|a − b| / |b| where
 |b| ≥ 1e-3) and the largest absolute difference where |b| < 1e-3; over its discrete outputs (ints, bools, str), the
 largest share of values that differ; and the recipe's tolerances beside them.
@@ -31,9 +33,12 @@ def drift(got: dict, ref: dict) -> dict:
 
 
 if __name__ == '__main__':
-    for name in sys.argv[1:] or RECIPES:
+    args = sys.argv[1:]
+    size = 'full' if '--full' in args else 'small'
+    for name in [a for a in args if a != '--full'] or RECIPES:
         t0 = time.monotonic()
-        d, r = drift(train_artifact(name, 'small'), load_artifact(name, 'small')), RECIPES[name]
-        print(f"{name}: abs {d['abs']:.3g}, rel {d['rel']:.3g} (|ref| ≥ 1e-3), abs {d['abs_small']:.3g} (|ref| < 1e-3), "
+        d, r = drift(train_artifact(name, size), load_artifact(name, size)), RECIPES[name]
+        print(f"{name} ({size}): abs {d['abs']:.3g}, rel {d['rel']:.3g} (|ref| ≥ 1e-3), "
+              f"abs {d['abs_small']:.3g} (|ref| < 1e-3), "
               f"discrete mismatch {d['mismatch']:.3%}, shape differences {d['shapes'] or 'none'}; "
               f"recipe: rtol {r.rtol:g}, atol {r.atol:g}, mismatch {r.mismatch:g} ({time.monotonic() - t0:.1f} s)")
