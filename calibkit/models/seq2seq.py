@@ -19,9 +19,9 @@ from torch import nn
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 # %% auto #0
-__all__ = ['SPECIALS', 'EWT_SPLITS', 'PAD', 'BOS', 'EOS', 'HOWS', 'EWT_CONFIGS', 'EWT_EPOCHS', 'GEN_MAX_TOKENS', 'Seq2SeqData',
-           'ewt_seq2seq_data', 'pad', 'batch_tensors', 'Seq2Seq', 'train', 'decode', 'Seq2SeqEvents', 'model_events',
-           'seq2seq_study_events', 'generate', 'seq2seq_ewt', 'generation_ewt']
+__all__ = ['SPECIALS', 'EWT_SPLITS', 'PAD', 'BOS', 'EOS', 'HOWS', 'EWT_CONFIGS', 'EWT_EPOCHS', 'GEN_EPOCHS', 'GEN_MAX_TOKENS',
+           'Seq2SeqData', 'ewt_seq2seq_data', 'pad', 'batch_tensors', 'Seq2Seq', 'train', 'decode', 'Seq2SeqEvents',
+           'model_events', 'seq2seq_study_events', 'generate', 'seq2seq_ewt', 'generation_ewt']
 
 # %% ../../nbs/16_models_seq2seq.ipynb #436330d7
 SPECIALS = ('<pad>', '<s>', '</s>', '<unk>')
@@ -304,6 +304,7 @@ from ..artifacts import SIZES
 from ..events import check_choice
 EWT_CONFIGS = {'small': dict(hidden=64, dropout=0.1), 'large': dict(hidden=128, dropout=0.2)}   # tutorial 93's models
 EWT_EPOCHS = 8             # tutorial 93's training epochs
+GEN_EPOCHS = 12            # tutorial 95's training epochs (its model is `EWT_CONFIGS['small']`)
 GEN_MAX_TOKENS = 40        # tutorial 95's `max_tokens`: generated pieces at most, the stop token not counted
 _SMALL = dict(fit=160, test=40, epochs=2)   # the retrain check's size: training pairs, evaluated pairs, epochs
 
@@ -368,11 +369,12 @@ def generation_ewt(
     size: str = 'full',  # 'full': tutorial 95's model; 'small': the same on `_SMALL` pairs and epochs
     seed: int | None = None,  # seed of the split, the held-out fifth, the weights and the batches (default: settings')
 ) -> dict:  # the pairs of each split, the losses, the generations (flat + offsets) and decode's outputs on test
-    """The artifact `generation_ewt`: tutorial 95's model (hidden 64, 12 epochs) trained on four fifths of the training
-    pairs (`fit_idx`), and its greedy generations (`generate`, `GEN_MAX_TOKENS`) of the held-out fifth (`calib`) and of
-    the test pairs (`test`): `{split}_idx`, `{split}_top_ids`, `{split}_top_logprobs` (steps × 5, all responses one
-    after the other, response i from `{split}_offsets[i]`), `{split}_finish_reason`, `{split}_stop_logprob` (NaN
-    without a stop step); `decode_pred`, `decode_steps` (flat, `decode_offsets`): `decode`'s outputs on test."""
+    """The artifact `generation_ewt`: tutorial 95's model (`EWT_CONFIGS['small']`, `GEN_EPOCHS` epochs) trained on four
+    fifths of the training pairs (`fit_idx`), and its greedy generations (`generate`, `GEN_MAX_TOKENS`) of the held-out
+    fifth (`calib`) and of the test pairs (`test`): `{split}_idx`, `{split}_top_ids`, `{split}_top_logprobs` (steps × 5,
+    all responses one after the other, response i from `{split}_offsets[i]`), `{split}_finish_reason`,
+    `{split}_stop_logprob` (NaN without a stop step); `decode_pred`, `decode_steps` (flat, `decode_offsets`): `decode`'s
+    outputs on test."""
     small = check_choice('size', size, SIZES) == 'small'
     seed = check_int('seed', default('seed', seed), 0)
     data = ewt_seq2seq_data(seed=seed)
@@ -381,7 +383,7 @@ def generation_ewt(
     split = {'fit': np.sort(data.train_idx[perm[n_calib:]]), 'calib': np.sort(data.train_idx[perm[:n_calib]]),
              'test': data.test_idx}
     if small: split = {k: v[:_SMALL['fit' if k == 'fit' else 'test']] for k, v in split.items()}
-    model, losses = train(data, hidden=64, dropout=0.1, epochs=_SMALL['epochs'] if small else 12, seed=seed,
+    model, losses = train(data, **EWT_CONFIGS['small'], epochs=_SMALL['epochs'] if small else GEN_EPOCHS, seed=seed,
                           idx=split['fit'])
     src_of = lambda name: [data.src_ids[i] for i in split[name]]
     out = dict(losses=np.array(losses), fit_idx=split['fit'])
