@@ -80,7 +80,7 @@ def _zip_bytes(arrays: dict) -> bytes:
     with zipfile.ZipFile(buf, 'w', zipfile.ZIP_DEFLATED) as z:
         for key in sorted(arrays):
             member = io.BytesIO()
-            np.lib.format.write_array(member, np.ascontiguousarray(arrays[key]), allow_pickle=False)
+            np.lib.format.write_array(member, np.require(arrays[key], requirements='C'), allow_pickle=False)
             info = zipfile.ZipInfo(f'{key}.npy', date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type, info.external_attr = zipfile.ZIP_DEFLATED, 0o644 << 16
             z.writestr(info, member.getvalue())
@@ -204,6 +204,18 @@ def compare_outputs(
         elif a.size and (share := float(np.mean(a != b))) > recipe.mismatch:
             out.append(f'{k}: {share:.1%} of {a.size} values differ, more than the {recipe.mismatch:.1%} allowed')
     return out
+
+# %% ../nbs/68_artifacts.ipynb #615b96cd
+RECIPES['seq2seq_ewt'] = Recipe(
+    'calibkit.models.seq2seq:seq2seq_ewt', seed=0, rtol=2e-5, atol=1e-9, mismatch=0.0,   # bench/README.md: 2× measured
+    what="tutorial 93's two GRU encoder-decoders (hidden 64, 128) on UD EWT: teacher-forced token and word events, "
+         'greedy sequences by min/mean/prod (nbs/93_tutorial_seq2seq)')
+
+# %% ../nbs/68_artifacts.ipynb #f2ee0256
+RECIPES['generation_ewt'] = Recipe(
+    'calibkit.models.seq2seq:generation_ewt', seed=0, rtol=7e-6, atol=1e-9, mismatch=0.0,   # bench/README.md
+    what="tutorial 95's GRU encoder-decoder (hidden 64) on UD EWT: greedy generations of the held-out and test pairs "
+         'with top-5 log-probabilities per step (nbs/95_tutorial_generation)')
 
 # %% ../nbs/68_artifacts.ipynb #3e4a686b
 from .config import public_dir

@@ -45,6 +45,7 @@ def test_wheel_carries_the_data_and_the_licences_and_is_small(dist):
     names = set(zipfile.ZipFile(wheel).namelist())
     data = {str(p.relative_to(ROOT)) for p in (ROOT/'calibkit'/'data').rglob('*') if p.is_file() and '__pycache__' not in p.parts}
     assert data and data <= names, f'bundled data missing from the wheel: {sorted(data - names)[:10]}'
+    assert {f'calibkit/data/artifacts/{n}.npz' for n in ('seq2seq_ewt', 'generation_ewt')} <= names   # trained outputs
     lic = {n.split('/licenses/', 1)[1] for n in names if '.dist-info/licenses/' in n}
     assert {'LICENSE', 'calibkit/data/litbank/LICENSE', 'calibkit/data/ud_ewt/LICENSE.txt',
             'calibkit/data/calibration_metric/LICENSE.txt', 'calibkit/data/twpos/README.txt', 'calibkit/fonts/LICENSE'} <= lic

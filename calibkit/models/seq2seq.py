@@ -19,8 +19,9 @@ from torch import nn
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 # %% auto #0
-__all__ = ['SPECIALS', 'EWT_SPLITS', 'PAD', 'BOS', 'EOS', 'HOWS', 'Seq2SeqData', 'ewt_seq2seq_data', 'pad', 'batch_tensors',
-           'Seq2Seq', 'train', 'decode', 'Seq2SeqEvents', 'model_events', 'seq2seq_study_events']
+__all__ = ['SPECIALS', 'EWT_SPLITS', 'PAD', 'BOS', 'EOS', 'HOWS', 'EWT_CONFIGS', 'EWT_EPOCHS', 'GEN_EPOCHS', 'GEN_MAX_TOKENS',
+           'Seq2SeqData', 'ewt_seq2seq_data', 'pad', 'batch_tensors', 'Seq2Seq', 'train', 'decode', 'Seq2SeqEvents',
+           'model_events', 'seq2seq_study_events', 'generate', 'seq2seq_ewt', 'generation_ewt']
 
 # %% ../../nbs/16_models_seq2seq.ipynb #436330d7
 SPECIALS = ('<pad>', '<s>', '</s>', '<unk>')
@@ -297,6 +298,105 @@ def seq2seq_study_events(
     data = ewt_seq2seq_data(data_dir, max_words=max_words, vocab_size=vocab_size, seed=seed)
     model, _ = train(data, hidden=hidden, dropout=dropout, epochs=epochs, seed=seed)
     return model_events(model, data)
+
+# %% ../../nbs/16_models_seq2seq.ipynb #ce4e7d07
+from ..artifacts import SIZES
+from ..events import check_choice
+EWT_CONFIGS = {'small': dict(hidden=64, dropout=0.1), 'large': dict(hidden=128, dropout=0.2)}   # tutorial 93's models
+EWT_EPOCHS = 8             # tutorial 93's training epochs
+GEN_EPOCHS = 12            # tutorial 95's training epochs (its model is `EWT_CONFIGS['small']`)
+GEN_MAX_TOKENS = 40        # tutorial 95's `max_tokens`: generated pieces at most, the stop token not counted
+_SMALL = dict(fit=160, test=40, epochs=2)   # the retrain check's size: training pairs, evaluated pairs, epochs
+
+@torch.no_grad()
+def generate(
+    model: Seq2Seq,  # a trained model, in eval mode
+    sources,  # source sequences: lists of piece ids
+    *,
+    max_tokens: int,  # generated pieces at most (the stop token not counted)
+    top_k: int = 5,  # alternatives reported per step, the generated piece first
+) -> list[dict]:  # per source: top_ids and top_logprobs (steps × top_k), finish_reason, stop_logprob (or None)
+    "Greedy generation of `sources` with every step's `top_k` log-probabilities, as an API's `logprobs` report it."
+    _check_model(model)
+    max_tokens, top_k = check_int('max_tokens', max_tokens, 1), check_int('top_k', top_k, 1)
+    if len(sources) == 0: raise ValueError('sources is empty: nothing to generate')
+    e, k, mask, state = model.encode(pad(sources))
+    y, steps = torch.full((len(sources), 1), BOS), []
+    done = torch.zeros(len(sources), dtype=torch.bool)
+    for _ in range(max_tokens + 1):                    # + 1: the step that emits </s> after max_tokens tokens
+        logits, state = model.step(y, state, e, k, mask)
+        top_lp, top_id = logits[:, -1].log_softmax(-1).topk(top_k, -1)   # greedy: the token is top-1
+        steps.append((top_id.numpy(), top_lp.numpy()))
+        y, done = top_id[:, :1], done | (top_id[:, 0] == EOS)
+        if done.all(): break
+    ids, lps = (np.stack([s[j] for s in steps], 1) for j in (0, 1))      # B × steps × top_k
+    out = []
+    for b in range(len(sources)):
+        stop = np.flatnonzero(ids[b, :, 0] == EOS)
+        n = int(stop[0]) if len(stop) else max_tokens
+        stopped = n < ids.shape[1] and ids[b, n, 0] == EOS
+        out.append(dict(top_ids=ids[b, :n], top_logprobs=lps[b, :n], finish_reason='stop' if stopped else 'length',
+                        stop_logprob=float(lps[b, n, 0]) if stopped else None))
+    return out
+
+def _ragged(seqs: list) -> tuple[np.ndarray, np.ndarray]:
+    "Sequences of arrays as one array and offsets (n + 1): sequence i is `flat[offsets[i]:offsets[i + 1]]`."
+    return np.concatenate(seqs), np.concatenate([[0], np.cumsum([len(s) for s in seqs])])
+
+# %% ../../nbs/16_models_seq2seq.ipynb #376fb6c3
+def seq2seq_ewt(
+    size: str = 'full',  # 'full': tutorial 93's models; 'small': the same on `_SMALL` pairs and epochs
+    seed: int | None = None,  # seed of the split, the weights and the batches (default: the settings' seed)
+) -> dict:  # per model ('small', 'large'): losses, parameters, and the `model_events` frames
+    """The artifact `seq2seq_ewt`: tutorial 93's two models (`EWT_CONFIGS`, `EWT_EPOCHS` epochs) trained on UD EWT, and
+    their test events: `{model}_tokens`, `{model}_words` and `{model}_seq_{how}` frames, `{model}_losses` per epoch,
+    `{model}_parameters`."""
+    small = check_choice('size', size, SIZES) == 'small'
+    seed = check_int('seed', default('seed', seed), 0)
+    data = ewt_seq2seq_data(seed=seed)
+    idx, test = (data.train_idx[:_SMALL['fit']], data.test_idx[:_SMALL['test']]) if small else (None, None)
+    out = {}
+    for name, cfg in EWT_CONFIGS.items():
+        model, losses = train(data, **cfg, epochs=_SMALL['epochs'] if small else EWT_EPOCHS, seed=seed, idx=idx)
+        ev = model_events(model, data, test)
+        out |= {f'{name}_losses': np.array(losses), f'{name}_parameters': np.array(sum(p.numel() for p in
+                model.parameters())), f'{name}_tokens': ev.tokens, f'{name}_words': ev.words,
+                **{f'{name}_seq_{how}': ev.sequences[how] for how in HOWS}}
+    return out
+
+# %% ../../nbs/16_models_seq2seq.ipynb #c0392dce
+def generation_ewt(
+    size: str = 'full',  # 'full': tutorial 95's model; 'small': the same on `_SMALL` pairs and epochs
+    seed: int | None = None,  # seed of the split, the held-out fifth, the weights and the batches (default: settings')
+) -> dict:  # the pairs of each split, the losses, the generations (flat + offsets) and decode's outputs on test
+    """The artifact `generation_ewt`: tutorial 95's model (`EWT_CONFIGS['small']`, `GEN_EPOCHS` epochs) trained on four
+    fifths of the training pairs (`fit_idx`), and its greedy generations (`generate`, `GEN_MAX_TOKENS`) of the held-out
+    fifth (`calib`) and of the test pairs (`test`): `{split}_idx`, `{split}_top_ids`, `{split}_top_logprobs` (steps × 5,
+    all responses one after the other, response i from `{split}_offsets[i]`), `{split}_finish_reason`,
+    `{split}_stop_logprob` (NaN without a stop step); `decode_pred`, `decode_steps` (flat, `decode_offsets`): `decode`'s
+    outputs on test."""
+    small = check_choice('size', size, SIZES) == 'small'
+    seed = check_int('seed', default('seed', seed), 0)
+    data = ewt_seq2seq_data(seed=seed)
+    perm = np.random.default_rng(seed).permutation(len(data.train_idx))
+    n_calib = len(data.train_idx) // 5
+    split = {'fit': np.sort(data.train_idx[perm[n_calib:]]), 'calib': np.sort(data.train_idx[perm[:n_calib]]),
+             'test': data.test_idx}
+    if small: split = {k: v[:_SMALL['fit' if k == 'fit' else 'test']] for k, v in split.items()}
+    model, losses = train(data, **EWT_CONFIGS['small'], epochs=_SMALL['epochs'] if small else GEN_EPOCHS, seed=seed,
+                          idx=split['fit'])
+    src_of = lambda name: [data.src_ids[i] for i in split[name]]
+    out = dict(losses=np.array(losses), fit_idx=split['fit'])
+    for name in ('test', 'calib'):
+        gens = generate(model, src_of(name), max_tokens=GEN_MAX_TOKENS)
+        (ids, offsets), (lps, _) = (_ragged([g[k] for g in gens]) for k in ('top_ids', 'top_logprobs'))
+        out |= {f'{name}_idx': split[name], f'{name}_top_ids': ids, f'{name}_top_logprobs': lps,
+                f'{name}_offsets': offsets, f'{name}_finish_reason': np.array([g['finish_reason'] for g in gens]),
+                f'{name}_stop_logprob': np.array([np.nan if g['stop_logprob'] is None else g['stop_logprob']
+                                                  for g in gens])}
+    pred, steps = decode(model, src_of('test'), max_len=GEN_MAX_TOKENS + 1)
+    (out['decode_pred'], out['decode_offsets']), (out['decode_steps'], _) = _ragged(pred), _ragged(steps)
+    return out
 
 # %% ../../nbs/16_models_seq2seq.ipynb #2e13d3ae
 from ..config import public_dir
