@@ -18,7 +18,7 @@ __all__ = ['SIZES', 'ARTIFACT_DIR', 'RECIPES', 'Recipe', 'artifact_path', 'write
 
 # %% ../nbs/68_artifacts.ipynb #c195e3f6
 SIZES = ('full', 'small')   # what the notebooks load; what the retrain check trains
-ARTIFACT_DIR = Path(str(files('calibkit').joinpath('data', 'artifacts')))   # where the committed artifacts live (package data)
+ARTIFACT_DIR = Path(str(files('calibkit').joinpath('data', 'artifacts')))   # the committed artifacts (package data)
 
 @dataclass(frozen=True)
 class Recipe:
@@ -41,8 +41,8 @@ def _demo_recipe(size: str, seed: int) -> dict:
     X = rng.normal(size=(n, 3))
     y = (X @ [1.5, -1.0, 0.5] + rng.logistic(size=n) > 0).astype(int)
     p = LogisticRegression().fit(X[: n // 2], y[: n // 2]).predict_proba(X[n // 2:])[:, 1]
-    return dict(probs=p, events=pd.DataFrame(dict(conf=np.maximum(p, 1 - p), correct=((p > .5) == y[n // 2:]).astype(int),
-                                                  item=np.arange(n // 2))))
+    correct = ((p > .5) == y[n // 2:]).astype(int)
+    return dict(probs=p, events=pd.DataFrame(dict(conf=np.maximum(p, 1 - p), correct=correct, item=np.arange(n // 2))))
 
 RECIPES['demo'] = Recipe('calibkit.artifacts:_demo_recipe', seed=0, rtol=1e-6, atol=1e-9,
                          what='logistic regression on synthetic data (the example of the artifacts page)')
@@ -50,7 +50,8 @@ RECIPES['demo'] = Recipe('calibkit.artifacts:_demo_recipe', seed=0, rtol=1e-6, a
 # %% ../nbs/68_artifacts.ipynb #9736bd63
 def _flatten(outputs: dict) -> tuple[dict, dict]:
     "The arrays to store, and the frames' columns (name -> column names)."
-    if not isinstance(outputs, dict) or not outputs: raise TypeError(f'outputs must be a non-empty dict, got {outputs!r:.80}')
+    if not isinstance(outputs, dict) or not outputs:
+        raise TypeError(f'outputs must be a non-empty dict, got {outputs!r:.80}')
     arrays, frames = {}, {}
     for key, v in outputs.items():
         if not isinstance(key, str) or not key or '/' in key:
@@ -69,7 +70,8 @@ def _array(v, what: str) -> np.ndarray:
     "`v` as an array that loads without pickle: numbers, bools, or str (as numpy unicode)."
     a = np.asarray(v)
     if a.dtype == object:
-        if not all(isinstance(x, str) for x in a.ravel()): raise TypeError(f'{what}: an object array must hold only str')
+        if not all(isinstance(x, str) for x in a.ravel()):
+            raise TypeError(f'{what}: an object array must hold only str')
         a = a.astype(str)
     if a.dtype.kind not in 'biufU': raise TypeError(f'{what}: dtype {a.dtype} cannot be stored (numbers, bools, str)')
     return a
@@ -94,14 +96,16 @@ def _processor() -> dict:
     from threadpoolctl import threadpool_info
     torch = sys.modules.get('torch')
     return dict(machine=platform.machine(), cpu=cpu,
-                blas=sorted({f"{i.get('internal_api')} {i.get('architecture', '')}".strip() for i in threadpool_info()}),
+                blas=sorted({f"{i.get('internal_api')} {i.get('architecture', '')}".strip()
+                             for i in threadpool_info()}),
                 torch_cpu_capability=torch.backends.cpu.get_cpu_capability() if torch else None,
                 env={k: os.environ[k] for k in ('OPENBLAS_CORETYPE', 'ATEN_CPU_CAPABILITY', 'NPY_DISABLE_CPU_FEATURES')
                      if k in os.environ})
 
 def _versions() -> dict:
     from calibkit import __version__
-    mods = {m: sys.modules[m].__version__ for m in ('numpy', 'scipy', 'sklearn', 'torch', 'pycrfsuite') if m in sys.modules
+    mods = {m: sys.modules[m].__version__ for m in ('numpy', 'scipy', 'sklearn', 'torch', 'pycrfsuite')
+            if m in sys.modules
             and hasattr(sys.modules[m], '__version__')}
     return dict(python=platform.python_version(), calibkit=__version__, **mods)
 
@@ -130,7 +134,8 @@ def write_artifact(
                     seed=r.seed, file=path.name, sha256=hashlib.sha256(data).hexdigest(), frames=frames,
                     versions=_versions(), processor=_processor())
     path.parent.mkdir(parents=True, exist_ok=True)
-    for target, content in ((path, data), (path.with_suffix('.json'), (json.dumps(manifest, indent=1) + '\n').encode())):
+    text = (json.dumps(manifest, indent=1) + '\n').encode()
+    for target, content in ((path, data), (path.with_suffix('.json'), text)):
         tmp = target.with_name(f'.{target.name}.{os.getpid()}.tmp')
         tmp.write_bytes(content)
         os.replace(tmp, target)
@@ -199,7 +204,8 @@ def compare_outputs(
             bad = np.abs(a - b) > recipe.atol + recipe.rtol * np.abs(b)
             if bad.any():
                 i = np.unravel_index(np.argmax(np.abs(a - b) - recipe.rtol * np.abs(b)), a.shape)
-                out.append(f'{k}: {int(bad.sum())} of {a.size} values beyond rtol {recipe.rtol:g}, atol {recipe.atol:g} '
+                out.append(f'{k}: {int(bad.sum())} of {a.size} values beyond rtol {recipe.rtol:g}, '
+                           f'atol {recipe.atol:g} '
                            f'(largest: {b[i].item()!r} → {a[i].item()!r})')
         elif a.size and (share := float(np.mean(a != b))) > recipe.mismatch:
             out.append(f'{k}: {share:.1%} of {a.size} values differ, more than the {recipe.mismatch:.1%} allowed')

@@ -493,7 +493,7 @@ def _format_of(path: Path) -> str | None:
     return next((f for f in SAVE_FORMATS if path.name.lower().endswith(f'.{f}') and len(path.name) > len(f) + 1), None)
 
 def save_chart(chart,         # an Altair chart (as calibkit's chart functions return)
-               path,          # `fig.png`: that file, in the format its extension names; `fig`: `fig.<format>` per format
+               path,          # `fig.png`: that file, in its extension's format; `fig`: `fig.<format>` per format
                formats=None,  # any of `SAVE_FORMATS` (a string for one); default: the path's, else ('svg', 'vl.json')
                ) -> list[Path]:
     """Write `chart` to `path` in the format its extension names (as Altair's `chart.save` does), or to

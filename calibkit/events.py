@@ -257,7 +257,8 @@ def check_gold(
     if np.issubdtype(g.dtype, np.floating):
         if np.isnan(g).any(): raise ValueError(f'gold: {count_true(np.isnan(g))} of {n} values are missing (NaN)')
         if not (whole := g == np.round(g)).all():
-            raise ValueError(f'gold: {count_true(~whole)} of {n} values are not whole numbers (e.g. {g[~whole][0].item()!r}): '
+            raise ValueError(f'gold: {count_true(~whole)} of {n} values are not whole numbers '
+                             f'(e.g. {g[~whole][0].item()!r}): '
                              f'label ids are integers in [0, {k})')
         g = g.astype(np.int64)
     if not (np.issubdtype(g.dtype, np.integer) or g.dtype == bool):
@@ -266,7 +267,8 @@ def check_gold(
         ids = pd.Index(labels).get_indexer(g)
         if (ids < 0).any():
             seen = pd.Series(g[ids < 0]).value_counts()
-            named = ', '.join(f'{v} ({c})' for v, c in seen.iloc[:5].items()) + (f', … ({len(seen)} in all)' if len(seen) > 5 else '')
+            named = ', '.join(f'{v} ({c})' for v, c in seen.iloc[:5].items())
+            named += f', … ({len(seen)} in all)' if len(seen) > 5 else ''
             raise ValueError(f'gold: {count_true(ids < 0)} of {n} values are not among labels: {named}')
         g = ids
     bad = (g < 0) | (g >= k)

@@ -364,7 +364,8 @@ def guard(kind: str,  # 'extractor', 'grouper' or 'recalibrator'
     r = next((r for r in registry()[kind].values() if r.cls is type(obj)), None)
     if r is None or r.distribution == 'calibkit': return obj
     where = f'{kind} {r.name!r} from calibkit {_where(r.plugin)}'
-    ns = {m: _guarded_method(where, kind, m, getattr(r.cls, m)) for m in _GUARDED[kind] if callable(getattr(r.cls, m, None))}
+    ns = {m: _guarded_method(where, kind, m, getattr(r.cls, m)) for m in _GUARDED[kind]
+          if callable(getattr(r.cls, m, None))}
     same = dict(__module__=r.cls.__module__, __qualname__=r.cls.__qualname__)
     obj.__class__ = type(r.cls.__name__, (r.cls,), ns | same)
     return obj

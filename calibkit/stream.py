@@ -420,14 +420,16 @@ def _state_array(state: dict, key: str, dtype, shape=None, where: str = 'state')
     if a.dtype.kind not in 'biuf': raise ValueError(f'{where}[{key!r}] must hold numbers, got dtype {a.dtype}')
     if shape is not None and a.shape != shape:
         raise ValueError(f'{where}[{key!r}] has shape {a.shape}; the settings make it {shape}')
-    if not np.isfinite(a).all(): raise ValueError(f'{where}[{key!r}]: {int((~np.isfinite(a)).sum())} values are not finite')
+    if not np.isfinite(a).all():
+        raise ValueError(f'{where}[{key!r}]: {int((~np.isfinite(a)).sum())} values are not finite')
     if np.dtype(dtype).kind == 'i' and (a.dtype.kind == 'f' and (a != np.round(a)).any()):
         raise ValueError(f'{where}[{key!r}] must hold whole numbers (counts)')
     return a.astype(dtype, copy=True)
 
 def _check_counts(n, sc, sy, where: str):
     "The invariants of per-bin or per-node sums: n ≥ 0, 0 ≤ Σy ≤ n, 0 ≤ Σq ≤ n."
-    for what, bad in ((f'{where}: counts must be ≥ 0', n < 0), (f'{where}: Σcorrect must lie in [0, count]', (sy < 0) | (sy > n)),
+    for what, bad in ((f'{where}: counts must be ≥ 0', n < 0),
+                      (f'{where}: Σcorrect must lie in [0, count]', (sy < 0) | (sy > n)),
                       (f'{where}: Σconf must lie in [0, count]', (sc < 0) | (sc > n * (1 + 1e-12)))):
         if bad.any(): raise ValueError(f'{what} ({int(bad.sum())} of {bad.size} entries are not)')
 
@@ -438,7 +440,8 @@ def _state_digest(d, where: str) -> _Digest:
     dg = _Digest(*(_state_array(d, k, t, where=where) for k, t in zip(_Digest._fields, (np.int64,) * 2 + (np.float64,)
                                                                          + (np.int64,) + (np.float64,) * 2)))
     if len({a.shape for a in dg}) != 1 or dg.h.ndim != 1:
-        raise ValueError(f'{where}: the node arrays must be 1-dimensional and of one length, got {[a.shape for a in dg]}')
+        raise ValueError(f'{where}: the node arrays must be 1-dimensional and of one length, '
+                         f'got {[a.shape for a in dg]}')
     _check_counts(dg.n, dg.sum_conf, dg.sum_correct, where)
     if (dg.n == 0).any(): raise ValueError(f'{where}: {int((dg.n == 0).sum())} nodes hold no events')
     if (dg.h < 1).any() or (np.diff(dg.h) <= 0).any():
@@ -460,8 +463,10 @@ def from_state_dict(
 ) -> CalibrationStream:  # an accumulator holding that state
     """An accumulator rebuilt from `state_dict()`; every field is checked, so that it holds only a state `update` and
     `merge` could have made (a ValueError names the field)."""
-    if not isinstance(state, dict): raise TypeError(f'state must be a dict from state_dict(), got {type(state).__name__}')
-    if not isinstance(state.get('settings'), dict): raise ValueError("state has no 'settings' dict: give what state_dict() returned")
+    if not isinstance(state, dict):
+        raise TypeError(f'state must be a dict from state_dict(), got {type(state).__name__}')
+    if not isinstance(state.get('settings'), dict):
+        raise ValueError("state has no 'settings' dict: give what state_dict() returned")
     s = dict(state['settings'])
     self = cls(s.pop('n_bins', None), bin_size=s.pop('bin_size', None), **s)
     arrays = ('n', 'sum_conf', 'sum_correct') if self.binning == 'fixed_width' else ('digests',)

@@ -98,7 +98,8 @@ class StreamMetric(torchmetrics.Metric):
                         **{k: v[None] for k, v in zip(('n', 'sum_conf', 'sum_correct'), (n, sc, sy)) if v is not None})
         i, v = rows(state.get('ids', [])), rows(state.get('vals', []))
         if i.ndim != 2 or v.ndim != 2 or i.shape[1:] != (3,) or v.shape[1:] != (3,) or len(i) != len(v):
-            raise ValueError(f"incoming_state: 'ids' and 'vals' must be n×3 rows of one length, got {i.shape}, {v.shape}")
+            raise ValueError(f"incoming_state: 'ids' and 'vals' must be n×3 rows of one length, "
+                             f"got {i.shape}, {v.shape}")
         d = _combine(_Digest(i[:, 0], i[:, 1], v[:, 0], i[:, 2], v[:, 1], v[:, 2]))
         return dict(settings=settings, n_events=int(d.n.sum()), digests=[d._asdict()])
 
