@@ -7,12 +7,12 @@ from __future__ import annotations
 import html, json, re
 from pathlib import Path
 import numpy as np, pandas as pd
-from .report import CI_BUDGET, METRICS, SELECTIVE, Report
+from .report import CI_BUDGET, METRICS, SELECTIVE, Report, metrics_wide
 from .selective import MAX_CURVE_POINTS
 from .outdir import MARKER, claim
 
 # %% auto #0
-__all__ = ['MAX_HTML_GROUPS', 'REPORT_FILES', 'metrics_wide', 'selective_wide', 'bands_note', 'conformal_html', 'report_html',
+__all__ = ['MAX_HTML_GROUPS', 'REPORT_FILES', 'selective_wide', 'bands_note', 'conformal_html', 'report_html',
            'write_report_files', 'save_report']
 
 # %% ../nbs/67_render.ipynb #bb9f334d
@@ -32,15 +32,6 @@ def _check_report(r) -> None:
     "TypeError unless `r` is a calibration report: a `Report` by its fields (a notebook may define the class anew)."
     if not all(hasattr(r, k) for k in ('summary', 'metrics', 'bins', 'groups', 'stages', 'meta', 'to_json')):
         raise TypeError(f'r must be a calibration report (calibkit.report.Report), got {type(r).__name__}')
-
-# %% ../nbs/67_render.ipynb #b728fd37
-def metrics_wide(m: pd.DataFrame,  # a report's metrics table
-                 ) -> pd.DataFrame:
-    "One row per metric, one column per stage: 'estimate [lo, hi]'."
-    fmt = lambda r: f'{r.estimate:.4g}' + ('' if np.isnan(r.lo) else f' [{r.lo:.4g}, {r.hi:.4g}]')
-    cell = m.assign(value=m.apply(fmt, axis=1))
-    return cell.pivot(index='metric', columns='stage', values='value').reindex(pd.unique(m.metric))[
-        list(pd.unique(m.stage))].reset_index().rename_axis(columns=None)
 
 # %% ../nbs/67_render.ipynb #5dc0f0c4
 def selective_wide(r: Report,  # a calibration report

@@ -4,10 +4,11 @@
 
 # %% ../nbs/60_report.ipynb #cbd2f64f
 from __future__ import annotations
-import inspect, json, warnings
+import html, inspect, json, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
+from fastcore.basics import patch
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
 from .events import as_pairs, check_bool, check_choice, check_int, check_probs
@@ -22,7 +23,8 @@ from .plugins import make
 __all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'REPORT_PX', 'PANEL_REASONS',
            'stage_stats', 'bins_note', 'metric_rows', 'recalibrated', 'group_metrics', 'stage_bands', 'stage_verdict',
            'verdict_text', 'stage_significance', 'significance_text', 'reconcile_text', 'verdict_sentences', 'Report',
-           'stage_name', 'conformal_summary', 'calibration_report', 'dask_report', 'panel_groups', 'report_charts']
+           'stage_name', 'conformal_summary', 'calibration_report', 'dask_report', 'panel_groups', 'report_charts',
+           'metrics_wide']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -787,6 +789,38 @@ def report_charts(r: Report,  # a calibration report
         head = _grid_title(stage, why, int((gs.n_events > 0).sum()))
         charts[f'groups_{stage}'] = reliability_grid(panels, title=head, width=REPORT_PX)
     return charts
+
+# %% ../nbs/60_report.ipynb #b728fd37
+def metrics_wide(m: pd.DataFrame,  # a report's metrics table
+                 ) -> pd.DataFrame:
+    "One row per metric, one column per stage: 'estimate [lo, hi]'."
+    fmt = lambda r: f'{r.estimate:.4g}' + ('' if np.isnan(r.lo) else f' [{r.lo:.4g}, {r.hi:.4g}]')
+    cell = m.assign(value=m.apply(fmt, axis=1))
+    return cell.pivot(index='metric', columns='stage', values='value').reindex(pd.unique(m.metric))[
+        list(pd.unique(m.stage))].reset_index().rename_axis(columns=None)
+
+# %% ../nbs/60_report.ipynb #rp60r001
+@patch
+def __repr__(self: Report) -> str:
+    "One line: the title, the events, each stage's CalibMSE with its interval (the tables and charts are attributes)."
+    cm = self.metrics[self.metrics.key == 'calib_mse'].set_index('stage')
+    said = '; '.join(f'{self.stages[s]["name"]}: CalibMSE {cm.estimate[s]:.3g} [{cm.lo[s]:.3g}, {cm.hi[s]:.3g}]'
+                     for s in self.stages if s in cm.index)
+    return f'<calibkit Report {self.meta.get("title", "")!r}: {self.summary["events"]:,} events; {said}>'
+
+@patch
+def _repr_html_(self: Report) -> str:
+    "The report inline (Jupyter, the docs): title, each stage's verdict, metrics, warnings, reliability diagrams."
+    from calibkit.charts import to_svg   # deliberately lazy, as in `report_charts`: Altair only when it is shown
+    e, head = html.escape, {s: i['name'] for s, i in self.stages.items()}
+    parts = [f'<div class="calibkit-report"><h3>{e(self.meta["title"])}</h3>']
+    parts += [f'<p><b>{e(head[s].capitalize())}.</b> {" ".join(map(e, self.verdict[s]))}</p>' for s in self.stages]
+    if 'change' in self.summary: parts.append(f'<p><b>Recalibration: {e(self.summary["change"]["text"])}.</b></p>')
+    parts.append(metrics_wide(self.metrics).rename(columns=head).to_html(index=False, border=0))
+    if self.warnings: parts += ['<p>Warnings:</p><ul>', *(f'<li>{e(w)}</li>' for w in self.warnings), '</ul>']
+    parts += [to_svg(ch) for k, ch in self.charts.items() if k.startswith(('reliability', 'groups'))]
+    parts.append('<p>The page and its files: <code>calibkit.render.save_report(report, folder)</code>.</p></div>')
+    return '\n'.join(parts)
 
 # %% ../nbs/60_report.ipynb #9aa1e9e1
 from .config import public_dir
