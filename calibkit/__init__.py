@@ -11,7 +11,7 @@ from .config import public_dir as _public_dir, settings
 
 # public name -> (submodule, attribute). Submodules (calibkit.plugins, calibkit.charts, ...) are
 # importable as usual and also reachable as attributes. `calibkit.events` is the module; its function is
-# `make_events` (the old call `calibkit.events(conf, correct)` warns until 0.2: a shim in calibkit.events).
+# `make_events`.
 _CORE = {'events': ['make_events', 'events_from_scores', 'top_label_events', 'as_pairs'],
          'binning': ['equal_mass_bins', 'fixed_width_bins', 'bin_stats', 'BinStats'],
          'metrics': ['calib_mse', 'calib_mse_interval', 'ece', 'ece_interval', 'smce', 'gmce', 'marginal_ce',

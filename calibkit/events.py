@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_events.ipynb #413a5f4f
 from __future__ import annotations
-import sys, types, warnings
+import sys
 from typing import Mapping
 import numpy as np, pandas as pd
 from .config import check_threshold, default, public_dir
@@ -219,26 +219,6 @@ def make_events(
     for k, v in context.items():
         if np.ndim(v) and len(v) != len(c): raise ValueError(f'{k} has {len(v)} values but conf has {len(c)}')
     return pd.DataFrame({**context, 'conf': c, 'correct': y})
-
-# %% ../nbs/01_events.ipynb #87d76cb4
-# Deprecation shim, to be removed in 0.2: `make_events` was `events`, the name of this module. The old call
-# `calibkit.events(conf, correct)` is this module called: it warns and delegates to `make_events`.
-class _DeprecatedCall(types.ModuleType):
-    def __call__(self, *args, **kwargs) -> pd.DataFrame:
-        "Deprecated: `calibkit.make_events`."
-        warnings.warn('calibkit.events(...) is deprecated: use calibkit.make_events(...)', DeprecationWarning,
-                      stacklevel=2)
-        return make_events(*args, **kwargs)
-
-if __name__ == 'calibkit.events': sys.modules[__name__].__class__ = _DeprecatedCall
-
-def __getattr__(name):
-    "PEP 562: the old name `events` (`from calibkit.events import events`) is `make_events`, with a warning."
-    if name == 'events':
-        warnings.warn('calibkit.events.events is deprecated: use calibkit.make_events', DeprecationWarning,
-                      stacklevel=2)
-        return make_events
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 # %% ../nbs/01_events.ipynb #17090a2b
 def check_gold(

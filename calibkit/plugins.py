@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_plugins.ipynb #f5fa3a2b
 from __future__ import annotations
-import contextlib, functools, importlib, inspect, os, re, sys, types, warnings
+import contextlib, functools, importlib, inspect, os, re, sys, warnings
 from dataclasses import dataclass, field
 from importlib import metadata
 import numpy as np, pandas as pd
@@ -391,18 +391,6 @@ def plugins() -> pd.DataFrame:
              _reads(r.cls, 'reads'), _reads(r.cls, 'reads_optional'))
             for table in registry().values() for r in sorted(table.values(), key=lambda r: r.name)]
     return pd.DataFrame(rows, columns=PLUGIN_COLUMNS, dtype=object)
-
-# %% ../nbs/10_plugins.ipynb #9e41a95d
-# Deprecation shim, to be removed in 0.2: up to 0.1 `calibkit.plugins()` (this module called) listed the
-# plugins; the listing is `calibkit.list_plugins()`. The old call warns and delegates to `plugins()`.
-class _DeprecatedCall(types.ModuleType):
-    def __call__(self) -> pd.DataFrame:
-        "Deprecated: `calibkit.list_plugins()`."
-        warnings.warn('calibkit.plugins() is deprecated: use calibkit.list_plugins()', DeprecationWarning,
-                      stacklevel=2)
-        return plugins()
-
-if __name__ == 'calibkit.plugins': sys.modules[__name__].__class__ = _DeprecatedCall
 
 # %% ../nbs/10_plugins.ipynb #73a1413f
 # dir(module) lists its __all__, as `calibkit.config.public_dir` makes it elsewhere: inline here, since the

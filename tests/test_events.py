@@ -1,6 +1,6 @@
-"""Issue 25, "nothing to decode": `calibkit.events` is the events module and its function is `make_events`; the old
-calls (`calibkit.events(conf, correct)`, `from calibkit.events import events`) keep working until 0.2 with a
-DeprecationWarning and give the same frame. No module-class swap remains but the two commented deprecation shims."""
+"""Issue 25, "nothing to decode": `calibkit.events` is the events module and its function is `make_events`. Issue 35:
+calibkit is unreleased, so the old calls (`calibkit.events(conf, correct)`, `from calibkit.events import events`)
+are gone rather than deprecated, and no module swaps its class."""
 import importlib, re, subprocess, sys, types, warnings
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
@@ -9,8 +9,6 @@ import calibkit.events as E
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF, CORRECT = [.2, .9, .6], [0, 1, 1]
-OLD_CALL = r'^calibkit\.events\(\.\.\.\) is deprecated: use calibkit\.make_events\(\.\.\.\)$'
-OLD_IMPORT = r'^calibkit\.events\.events is deprecated: use calibkit\.make_events$'
 
 
 def test_make_events_builds_the_frame_without_a_warning():
@@ -30,24 +28,9 @@ def test_calibkit_events_is_the_module():
     assert 'events' not in E.__all__ and 'events' not in dir(E) and 'make_events' in dir(E)
 
 
-def test_the_old_call_warns_and_gives_the_same_frame():
-    new = calibkit.make_events(CONF, CORRECT, item=[0, 0, 1])
-    with pytest.warns(DeprecationWarning, match=OLD_CALL) as w:
-        old = calibkit.events(CONF, CORRECT, item=[0, 0, 1])
-    assert len(w) == 1 and w[0].filename == __file__          # stacklevel: the warning points at the caller
-    pd.testing.assert_frame_equal(old, new)
-    nan = pytest.raises(ValueError, match='conf: 1 of 2 values are NaN')
-    with pytest.warns(DeprecationWarning, match=OLD_CALL), nan: calibkit.events([.1, np.nan], [0, 1])   # same checks
-
-
-def test_the_old_import_warns_and_is_make_events():
-    with pytest.warns(DeprecationWarning, match=OLD_IMPORT) as w:
-        from calibkit.events import events
-    assert len(w) == 1 and w[0].filename == __file__
-    assert events is calibkit.make_events
-    with warnings.catch_warnings():
-        warnings.simplefilter('error')                         # the function itself does not warn again
-        pd.testing.assert_frame_equal(events(CONF, CORRECT), calibkit.make_events(CONF, CORRECT))
+def test_the_old_call_and_the_old_import_are_gone():
+    with pytest.raises(TypeError, match="'module' object is not callable"): calibkit.events(CONF, CORRECT)
+    with pytest.raises(ImportError, match="cannot import name 'events'"): from calibkit.events import events  # noqa: F401
 
 
 def test_unknown_names_still_raise_attribute_error():
@@ -66,17 +49,15 @@ def test_in_any_import_order_the_module_is_the_module_and_make_events_the_functi
     r = subprocess.run([sys.executable, '-W', 'error::DeprecationWarning', '-c', 'import sys; ' + code],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ['calibkit.events', '_DeprecatedCall', 'True']
+    assert r.stdout.split() == ['calibkit.events', 'module', 'True']
 
 
-def test_no_module_class_swap_but_the_two_deprecation_shims():
-    "The package is a plain module (PEP 562 `__getattr__`/`__dir__`); only events and plugins swap their class."
+def test_no_module_swaps_its_class():
+    "The package is a plain module (PEP 562 `__getattr__`/`__dir__`), and so is every module of it: no shim swaps a class."
     assert type(calibkit) is types.ModuleType
     swap = re.compile(r'modules\[[^\]]*\]\.__class__\s*=|__class__\s*=\s*_Package')
     swaps = {p.relative_to(ROOT).as_posix() for p in (ROOT/'calibkit').rglob('*.py') if swap.search(p.read_text())}
-    assert swaps == {'calibkit/events.py', 'calibkit/plugins.py'}
+    assert swaps == set()
     assert swap.search("_sys.modules[__name__].__class__ = _Package")      # the pattern finds the old swap
-    for path, shim in (('events', 'calibkit.events(conf, correct)'), ('plugins', 'calibkit.plugins()')):
-        text = (ROOT/'calibkit'/f'{path}.py').read_text()
-        assert '# Deprecation shim, to be removed in 0.2' in text and shim in text, path
-        assert type(importlib.import_module(f'calibkit.{path}')).__name__ == '_DeprecatedCall'
+    for path in ('events', 'plugins'):
+        assert type(importlib.import_module(f'calibkit.{path}')) is types.ModuleType

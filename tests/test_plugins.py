@@ -211,12 +211,9 @@ def test_list_plugins_is_the_listing_and_the_module_stays_a_module():
     assert calibkit.list_plugins is plugins and plugins().equals(calibkit.list_plugins())
 
 
-def test_calling_the_module_is_deprecated_and_lists_the_same():
-    "The old call `calibkit.plugins()` (the module called) warns until 0.2 and returns what `list_plugins()` does."
-    with pytest.warns(DeprecationWarning, match=r'^calibkit\.plugins\(\) is deprecated: use calibkit\.list_plugins\(\)$') as w:
-        old = calibkit.plugins()
-    assert len(w) == 1 and w[0].filename == __file__          # stacklevel: the warning points at the caller
-    assert old.equals(calibkit.list_plugins()) and len(old) >= 19
+def test_calling_the_module_is_gone():
+    "Up to 0.1 `calibkit.plugins()` (the module called) listed the plugins; calibkit is unreleased: the call is gone."
+    with pytest.raises(TypeError, match="'module' object is not callable"): calibkit.plugins()
 
 
 # --- installed plugins: tests/plugin_pkg, distribution calibkit-example-plugin, entry point `example` ---
