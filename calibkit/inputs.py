@@ -335,7 +335,8 @@ def read_scores(
     threshold: float | None = None,  # cells scoring below this are not events (default: the settings' threshold)
     atol: float = 1e-4,  # a score row summing to 1 within this is a probability distribution (others: a warning)
 ) -> pd.DataFrame:  # the marginal events (`events_from_scores`)
-    "Marginal events from an `.npz` holding `scores` (n×K), `gold` (n ids) and optionally `labels` (K names)."
+    """Marginal events from an `.npz` holding `scores` (n×K), `gold` (n ids) and optionally `labels` (K names); the gold
+    tags' counts in `attrs['gold_counts']` (what a report's grouper is fitted on without training counts)."""
     threshold, path = check_threshold(threshold), Path(path)
     if path.suffix.lower() == '.npy':
         raise InputError(f'{show_path(path)}: a .npy file holds one array, but the gold labels are needed too: '
@@ -353,6 +354,9 @@ def read_scores(
     except (ValueError, TypeError) as e: raise InputError(f'{show_path(path)}: {e}') from None
     if ev.empty:
         raise InputError(f'{show_path(path)}: no score of the {s.size} cells reaches the threshold {threshold}')
+    g = np.asarray(z['gold'])                        # valid: events_from_scores checked it
+    ids = g.astype(np.intp) if g.dtype.kind in 'biuf' else pd.Index(labels).get_indexer(g)
+    ev.attrs['gold_counts'] = {t: int(c) for t, c in zip(labels, np.bincount(ids, minlength=k)) if c}   # for groupers
     dev = np.abs(s.sum(axis=1, dtype=np.float64) - 1)
     off = dev > atol
     if off.any():

@@ -132,6 +132,7 @@ def report_html(r: Report,  # a calibration report
                   f'group\'s events in its own {per} bins (Kranzlein, Liu &amp; Schneider 2021, §4); '
                   f'groups by {e(str(r.meta["grouper"]))}, 1 = the most frequent; members: the group\'s tag, or its '
                   'number of tags, training frequency band and most frequent tags.'
+                  + (f' Tag frequencies: {e(r.meta["frequencies"])}.' if r.meta.get('frequencies') else '')
                   + (f' The {MAX_HTML_GROUPS} most frequent groups of each stage are shown; {more:,} more rows are in '
                      'groups.csv and metrics.json.' if more else '') + '</p>', _table(shown),
                   *figures('groups')]

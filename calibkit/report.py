@@ -21,10 +21,10 @@ from .plugins import make
 
 # %% auto #0
 __all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'REPORT_PX', 'PANEL_REASONS',
-           'stage_stats', 'bins_note', 'metric_rows', 'recalibrated', 'group_metrics', 'stage_bands', 'stage_verdict',
-           'verdict_text', 'stage_significance', 'significance_text', 'reconcile_text', 'verdict_sentences', 'Report',
-           'stage_name', 'conformal_summary', 'calibration_report', 'dask_report', 'panel_groups', 'report_charts',
-           'metrics_wide']
+           'stage_stats', 'bins_note', 'metric_rows', 'grouper_counts', 'recalibrated', 'group_metrics', 'stage_bands',
+           'stage_verdict', 'verdict_text', 'stage_significance', 'significance_text', 'reconcile_text',
+           'verdict_sentences', 'Report', 'stage_name', 'conformal_summary', 'calibration_report', 'dask_report',
+           'panel_groups', 'report_charts', 'metrics_wide']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -127,6 +127,21 @@ def _grouper(grouper, n_groups):
         raise ValueError(f'grouper {grouper!r} takes no n_groups (it groups labels its own way)')
     n_groups = check_int('n_groups', n_groups, 1)
     return make('grouper', grouper, dict(n_groups=n_groups)) if g is not grouper else g.set_params(n_groups=n_groups)
+
+def grouper_counts(counts,  # training label counts given by the caller, or None
+                   fit: pd.DataFrame | None,  # the fit events (a score matrix's carry its gold tag counts)
+                   events: pd.DataFrame,  # the evaluated events
+                   names: tuple = ('the evaluated events', 'the fit events'),  # what the two are called
+                   ) -> tuple:  # (what the grouper is fitted on, where its frequencies come from, in words)
+    """What a grouper is fitted on when the report groups: the `counts` given; else the gold tag counts of the fit
+    events' score matrix (`attrs['gold_counts']`, set by `calibkit.inputs.read_scores`); else their labels, one per
+    event, which are not gold tag frequencies (every tag cell above the threshold counts), and the words say so."""
+    if counts is not None: return counts, 'the training counts given'
+    src, name = (fit, names[1]) if fit is not None and 'label' in fit.columns else (events, names[0])
+    gold = src.attrs.get('gold_counts')
+    if gold: return pd.Series(gold, name='count'), f'the gold tags of {name}: {sum(gold.values()):,} tokens'
+    return src['label'], (f'the labels of {name}, one per event, {len(src):,} events: not gold tag frequencies; '
+                          'give training counts for those')
 
 # %% ../nbs/60_report.ipynb #54112e4d
 @contextmanager
@@ -464,7 +479,7 @@ def _is_dask(x) -> bool: return type(x).__module__.split('.')[0] in ('dask', 'da
 
 def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, correct (and label, to group)
                        *, fit: pd.DataFrame | None = None,  # held-out events the recalibrator is fitted on
-                       counts=None,  # training label counts the grouper is fitted on (default: fit's or events' labels)
+                       counts=None,  # training label counts the grouper is fitted on (default: `grouper_counts`)
                        grouper=None,  # a grouper name (shared, tfg, per_class, ...) or instance
                        n_groups=None,  # groups, for a grouper that takes it
                        # a recalibrator name (isotonic, histogram, ...) or instance; None or 'none': none
@@ -501,12 +516,12 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
              f'{fit_name} (the fit events)' if fit_name else 'the fit events')
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
-        g = _grouper(grouper, n_groups)
+        g, counts_from = _grouper(grouper, n_groups), None
         if g is not None:
             if 'label' not in events.columns:
                 raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
-            g.fit(counts if counts is not None else fit['label'] if fit is not None and 'label' in fit.columns
-                  else events['label'])
+            on, counts_from = grouper_counts(counts, fit, events, names)
+            g.fit(on)
             members = g.table().set_index('group').members if hasattr(g, 'table') else None
         if conformal is not None and not isinstance(conformal, dict):
             raise TypeError(f'conformal must be a dict of conformal_summary arguments, got {type(conformal).__name__}')
@@ -562,7 +577,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                 n_bins_requested=n_bins, bin_size=bin_size, level=level, n_samples=n_samples, seed=seed,
                 grouper=_plugin_name(grouper), n_groups=gn['n_groups'], recalibrator=_plugin_name(recalibrator),
                 params=params or None, fit=fit_name, fit_events=None if fit is None else len(fit),
-                all_groups=all_groups, **(meta or {}))
+                all_groups=all_groups, frequencies=counts_from, **(meta or {}))
     if 'after' in info:
         b, a = (info[s]['verdict']['calib_mse'] for s in ('before', 'after'))
         summary['change'] = dict(key='calib_mse', before=b, after=a, text=f'CalibMSE {_g(b[0])} → {_g(a[0])} '

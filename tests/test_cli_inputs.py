@@ -84,6 +84,25 @@ def test_logits_are_refused_with_the_flags_that_read_them(tmp_path):
     assert json.loads(r.stdout)['summary']['labels'] == 4
 
 
+def test_tag_frequency_groups_come_from_the_fit_matrix_gold_tags(tmp_path):
+    "Issue 35: without --counts, TFG was fitted on the fit file's events above the threshold, not on its gold tags."
+    from calibkit.groupers import TagFrequency
+    rng = np.random.default_rng(3)
+    tags = np.array([f'T{i}' for i in range(8)])
+    for split, n in (('dev', 3000), ('test', 1000)):
+        p = rng.dirichlet(np.ones(8) * .3, size=n)
+        np.savez(tmp_path/f'{split}.npz', scores=p, gold=tags[[rng.choice(8, p=r) for r in p]], labels=tags)
+    r = calibkit('report', tmp_path/'test.npz', '--fit', tmp_path/'dev.npz', '--grouper', 'tfg', '--n-groups', '3',
+                 '--recalibrator', 'histogram', '--json')
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out['meta']['frequencies'] == 'the gold tags of dev.npz (the fit events): 3,000 tokens'
+    gold = pd.Series(np.load(tmp_path/'dev.npz')['gold']).value_counts()
+    want = TagFrequency(n_groups=3).fit(gold).table()
+    got = [g for g in out['groups'] if g['stage'] == 'before']
+    assert [g['members'] for g in got] == list(want.members)
+
+
 def test_bad_and_unknown_plugin_parameters_share_one_exit_status(data):
     "E4: a value the recalibrator refuses and a parameter it does not take are both 65 (EX_DATAERR)."
     base = ('report', data/'test.csv', '--json', '--fit', data/'test.csv', '--recalibrator', 'histogram', '--param')
