@@ -205,6 +205,10 @@ def compare_outputs(
             out.append(f'{k}: {share:.1%} of {a.size} values differ, more than the {recipe.mismatch:.1%} allowed')
     return out
 
+# %% ../nbs/68_artifacts.ipynb #7e8cc876
+RECIPES['litbank_ranker'] = Recipe('calibkit.models.coref:litbank_ranker', seed=0, rtol=6e-7, atol=1e-7,
+                                   what='MentionRanker(window=50) on LitBank: window matrices, dev and test documents')
+
 # %% ../nbs/68_artifacts.ipynb #3e4a686b
 from .config import public_dir
 __dir__ = public_dir(globals())   # dir(module) lists its __all__
