@@ -209,6 +209,13 @@ def compare_outputs(
 RECIPES['litbank_ranker'] = Recipe('calibkit.models.coref:litbank_ranker', seed=0, rtol=6e-7, atol=1e-7,
                                    what='MentionRanker(window=50) on LitBank: window matrices, dev and test documents')
 
+# %% ../nbs/68_artifacts.ipynb #88b7a56c
+# tolerances: about twice the largest difference measured across processor settings (bench/README.md)
+RECIPES['ewt_xpos_deprel'] = Recipe('calibkit.sparse:ewt_xpos_deprel', seed=0, rtol=8e-7, atol=2e-7, mismatch=0.0,
+                                    what='SoftmaxTagger on UD EWT xpos+deprel: study events; scalings; conformal sets')
+RECIPES['ewt_upos_feats'] = Recipe('calibkit.sparse:ewt_upos_feats', seed=0, rtol=1e-9, atol=1e-12, mismatch=0.0,
+                                   what='SoftmaxTagger on UD EWT upos|feats: the study events and training counts')
+
 # %% ../nbs/68_artifacts.ipynb #3e4a686b
 from .config import public_dir
 __dir__ = public_dir(globals())   # dir(module) lists its __all__

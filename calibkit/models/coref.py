@@ -324,7 +324,7 @@ def litbank_ranker(
     size: str = 'full',  # 'full' (24 training, 8 dev, 8 test documents) or 'small' (`LITBANK_SMALL`)
     seed: int = 0,  # the recipe's seed, recorded in the manifest (the fit itself draws nothing at random)
 ) -> dict:  # probs: the stacked (n, 51) window matrices; doc, part: each row's document and split; n_train_mentions
-    "The recipe of the artifact `litbank_ranker`: `MentionRanker(window=50)` fitted on LitBank; its dev and test output."
+    "The recipe of the artifact `litbank_ranker`: `MentionRanker(window=50)` fitted on LitBank; dev and test outputs."
     from calibkit.datasets import bundled
     from calibkit.datasets.coref import read_conll2012_coref
     check_choice('size', size, ('full', 'small'))
