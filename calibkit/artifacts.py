@@ -211,6 +211,17 @@ def compare_outputs(
             out.append(f'{k}: {share:.1%} of {a.size} values differ, more than the {recipe.mismatch:.1%} allowed')
     return out
 
+# %% ../nbs/68_artifacts.ipynb #7e8cc876
+RECIPES['litbank_ranker'] = Recipe('calibkit.models.coref:litbank_ranker', seed=0, rtol=6e-7, atol=1e-7,
+                                   what='MentionRanker(window=50) on LitBank: window matrices, dev and test documents')
+
+# %% ../nbs/68_artifacts.ipynb #88b7a56c
+# tolerances: about twice the largest difference measured across processor settings (bench/README.md)
+RECIPES['ewt_xpos_deprel'] = Recipe('calibkit.sparse:ewt_xpos_deprel', seed=0, rtol=8e-7, atol=2e-7, mismatch=0.0,
+                                    what='SoftmaxTagger on UD EWT xpos+deprel: study events; scalings; conformal sets')
+RECIPES['ewt_upos_feats'] = Recipe('calibkit.sparse:ewt_upos_feats', seed=0, rtol=1e-9, atol=1e-12, mismatch=0.0,
+                                   what='SoftmaxTagger on UD EWT upos|feats: the study events and training counts')
+
 # %% ../nbs/68_artifacts.ipynb #615b96cd
 RECIPES['seq2seq_ewt'] = Recipe(
     'calibkit.models.seq2seq:seq2seq_ewt', seed=0, rtol=2e-5, atol=1e-9, mismatch=0.0,   # bench/README.md: 2× measured

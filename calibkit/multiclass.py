@@ -10,8 +10,8 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
-from .events import (check_choice, check_conf, check_int, check_gold, check_scores, column_groups, count_true,
-                             numeric_array)
+from .events import (check_choice, check_conf, check_float, check_int, check_gold, check_scores, column_groups,
+                             count_true, numeric_array)
 
 # %% auto #0
 __all__ = ['PROB_ROW_TOL', 'input_kind', 'as_logits', 'nll', 'softmax_rows', 'nll_grad', 'TemperatureScaling', 'VectorScaling']
@@ -147,18 +147,23 @@ class VectorScaling(_Scaling):
     def __init__(self,
                  input: str = 'auto',  # 'auto' (probabilities detected), 'logits' or 'probs'
                  max_iter: int = 500,  # L-BFGS iterations at most
+                 l2: float = 0.0,  # λ of a penalty λ/2·(|w − 1|² + |b|²) on the NLL; > 0: one optimum, fitted to it
                 ):
-        self.input, self.max_iter = input, max_iter
+        self.input, self.max_iter, self.l2 = input, max_iter, l2
 
     def fit(self, X, y) -> 'VectorScaling':
         "Fit on an n×K matrix `X` and gold ids `y`."
-        max_iter = check_int('max_iter', self.max_iter, 1)
+        max_iter, l2 = check_int('max_iter', self.max_iter, 1), check_float('l2', self.l2, 0)
         Z, gold, self.input_ = as_logits(X, y, input=self.input)
         k = Z.shape[1]
+        identity = np.r_[np.ones(k), np.zeros(k)]
         def fun(theta):
             loss, gw, gb = nll_grad(Z, gold, theta[:k], theta[k:])
-            return loss, np.concatenate([gw, gb])
-        res = minimize(fun, np.r_[np.ones(k), np.zeros(k)], jac=True, method='L-BFGS-B', options=dict(maxiter=max_iter))
+            d = theta - identity
+            return loss + l2 / 2 * (d @ d), np.concatenate([gw, gb]) + l2 * d
+        # penalised, the NLL is strictly convex: fitted to its optimum (ftol=0: until no step decreases it), not near it
+        options = dict(maxiter=max_iter) | (dict(ftol=0, gtol=1e-10) if l2 else {})
+        res = minimize(fun, identity, jac=True, method='L-BFGS-B', options=options)
         if not res.success: warnings.warn(f'VectorScaling: the optimiser stopped early ({res.message})')
         self.coef_, self.nll_ = res.x[:k], float(res.fun)
         self.intercept_ = res.x[k:] - res.x[k:].mean()        # centred: softmax ignores a common shift

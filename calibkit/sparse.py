@@ -20,9 +20,11 @@ from .plugins import make
 from .recalibrators import Grouped, group_slices
 
 # %% auto #0
-__all__ = ['RECALIBRATORS', 'GREEN', 'RED', 'EWT_FILES', 'PARTS', 'TAGSETS', 'recalibrate', 'group_summary', 'sparse_study',
-           'sparse_study_from_scores', 'table1', 'group_table', 'paper_findings', 'arrow_chart', 'fold_ids',
-           'NGroupsChoice', 'choose_n_groups', 'ewt_split', 'ewt_tags', 'EWTEvents', 'ewt_study_events']
+__all__ = ['RECALIBRATORS', 'GREEN', 'RED', 'EWT_FILES', 'PARTS', 'TAGSETS', 'EWT_SMALL_DOCS', 'SCALINGS', 'VECTOR_L2',
+           'recalibrate', 'group_summary', 'sparse_study', 'sparse_study_from_scores', 'table1', 'group_table',
+           'paper_findings', 'arrow_chart', 'fold_ids', 'NGroupsChoice', 'choose_n_groups', 'ewt_split', 'ewt_tags',
+           'EWTEvents', 'ewt_study_events', 'ewt_artifact', 'ewt_xpos_deprel', 'ewt_upos_feats', 'ewt_events',
+           'ewt_scaled_events']
 
 # %% ../nbs/42_sparse_study.ipynb #79a6e017
 _UNSEEN = r'.*distinct tags unseen in training'      # the grouper's per-call warning, replaced by one summary
@@ -472,6 +474,37 @@ def _data_dir(data_dir) -> Path:
         raise FileNotFoundError(f'{d} lacks {missing}: pass data_dir= the folder holding the UD English EWT files')
     return d
 
+def _ewt_fit(sents, tagset: str, C: float, max_iter: int, seed) -> tuple:
+    "The tagger trained on the `train` part of `sents`, each part's (forms, tags), and the training tag counts."
+    from sklearn.exceptions import ConvergenceWarning
+    part = ewt_split(sents)
+    words = words_frame(sents)
+    words['tag'] = ewt_tags(words, tagset)
+    by_sent = words.groupby('sent', sort=True)
+    forms, tags = by_sent.form.agg(list).tolist(), by_sent.tag.agg(list).tolist()
+    data = {p: ([x for x, q in zip(forms, part) if q == p], [x for x, q in zip(tags, part) if q == p])
+            for p in ('train', 'recal', 'eval')}
+    model = SoftmaxTagger(C=C, max_iter=max_iter, seed=default('seed', seed))
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', ConvergenceWarning)        # SAGA capped at max_iter epochs on purpose
+        model.fit(*data['train'])
+    counts = pd.Series([t for s in data['train'][1] for t in s], dtype=object).value_counts().sort_index()
+    return model, data, counts.rename('count')
+
+def _part_events(model, data: dict, p: str, tagset: str, threshold: float) -> pd.DataFrame:
+    "The thresholded marginal events of part `p` (attrs: tokens, sentences, accuracy, ...)."
+    forms, tags = data[p]
+    gold = pd.Series([t for s in tags for t in s], dtype=object)
+    labels = list(model.tags_) + sorted(set(gold) - set(model.tags_))   # never-seen gold tags: zero columns
+    S = np.concatenate(model.marginals(forms))
+    S = np.hstack([S, np.zeros((len(S), len(labels) - S.shape[1]))])
+    ids = pd.Index(labels).get_indexer(gold)
+    ev = events_from_scores(S, ids, threshold=threshold, labels=labels)
+    ev.attrs.update(tagset=tagset, part=p, n_tokens=len(gold), n_sentences=len(forms),
+                    accuracy=float(np.mean(S.argmax(axis=1) == ids)), n_model_tags=len(model.tags_),
+                    n_unseen_gold=int((ids >= len(model.tags_)).sum()))
+    return ev
+
 def ewt_study_events(
     data_dir=None,  # folder holding the UD English EWT dev and test .conllu files (default: the bundled copy)
     *,
@@ -483,34 +516,138 @@ def ewt_study_events(
 ) -> EWTEvents:  # recal and eval events and the training counts
     """Train a softmax tagger on the `train` part of UD EWT and return the thresholded marginal events of `recal`/`eval`
     and the training counts."""
-    from sklearn.exceptions import ConvergenceWarning
     threshold, d = check_threshold(threshold), _data_dir(data_dir)
-    sents = [s for f in EWT_FILES for s in read_conllu(d/f)]
-    part = ewt_split(sents)
-    words = words_frame(sents)
-    words['tag'] = ewt_tags(words, tagset)
-    by_sent = words.groupby('sent', sort=True)
-    forms, tags = by_sent.form.agg(list).tolist(), by_sent.tag.agg(list).tolist()
-    pick = lambda p, xs: [x for x, q in zip(xs, part) if q == p]
-    model = SoftmaxTagger(C=C, max_iter=max_iter, seed=default('seed', seed))
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', ConvergenceWarning)        # SAGA capped at max_iter epochs on purpose
-        model.fit(pick('train', forms), pick('train', tags))
-    train_tags = pd.Series([t for s in pick('train', tags) for t in s], dtype=object)
-    counts = train_tags.value_counts().sort_index().rename('count')
+    model, data, counts = _ewt_fit([s for f in EWT_FILES for s in read_conllu(d/f)], tagset, C, max_iter, seed)
+    return EWTEvents(*(_part_events(model, data, p, tagset, threshold) for p in ('recal', 'eval')), counts)
+
+# %% ../nbs/42_sparse_study.ipynb #8c124eaf
+EWT_SMALL_DOCS = 5   # the 'small' size of the EWT artifacts: the first documents of each file (the retrain check)
+SCALINGS = ('unscaled', 'temperature', 'temperature per TFG group', 'vector')   # the rows of the multiclass tables
+VECTOR_L2 = 1e-3     # the penalty of vector scaling here: one optimum, reached on every processor (31_multiclass)
+
+def _ewt_sents(size: str) -> list:
+    "The bundled EWT sentences: all of them ('full'), or those of the first `EWT_SMALL_DOCS` documents of each file."
+    check_choice('size', size, ('full', 'small'))
     out = []
-    for p in ('recal', 'eval'):
-        gold = pd.Series([t for s in pick(p, tags) for t in s], dtype=object)
-        labels = list(model.tags_) + sorted(set(gold) - set(model.tags_))   # never-seen gold tags: zero columns
-        S = np.concatenate(model.marginals(pick(p, forms)))
-        S = np.hstack([S, np.zeros((len(S), len(labels) - S.shape[1]))])
-        ids = pd.Index(labels).get_indexer(gold)
-        ev = events_from_scores(S, ids, threshold=threshold, labels=labels)
-        ev.attrs.update(tagset=tagset, part=p, n_tokens=len(gold), n_sentences=int((part == p).sum()),
-                        accuracy=float(np.mean(S.argmax(axis=1) == ids)), n_model_tags=len(model.tags_),
-                        n_unseen_gold=int((ids >= len(model.tags_)).sum()))
-        out.append(ev)
-    return EWTEvents(out[0], out[1], counts)
+    for f in EWT_FILES:
+        sents = read_conllu(bundled('ud_ewt')/f)
+        keep = set(list(dict.fromkeys(s.doc_id for s in sents))[:EWT_SMALL_DOCS]) if size == 'small' else None
+        out += [s for s in sents if keep is None or s.doc_id in keep]
+    return out
+
+def _multiclass(model, data: dict, counts: pd.Series, threshold: float, seed: int) -> dict:
+    """Temperature and vector scaling fitted on the `recal` logits (gold tags seen in training), their thresholded eval
+    events and NLL; split conformal sets calibrated on `recal` and summarised on `eval` per TFG group."""
+    from scipy.special import softmax
+    from calibkit.conformal import ConformalSets, set_summary
+    from calibkit.groupers import TagFrequency
+    from calibkit.multiclass import TemperatureScaling, VectorScaling, nll
+    names = list(model.tags_)
+    Z = {p: np.concatenate(model.logits(data[p][0])) for p in ('recal', 'eval')}
+    gold = {p: [t for s in data[p][1] for t in s] for p in Z}
+    dev_ids = pd.Index(names).get_indexer(gold['recal']); seen = dev_ids >= 0    # a tag unseen in training has no logit
+    labels = names + sorted(set(gold['eval']) - set(names)); test_ids = pd.Index(labels).get_indexer(gold['eval'])
+    tfg = TagFrequency(n_groups=5).fit([t for s in data['train'][1] for t in s])
+    scalers = {'temperature': TemperatureScaling(), 'vector': VectorScaling(max_iter=5000, l2=VECTOR_L2),
+               'temperature per TFG group': TemperatureScaling(groups=tfg.assign(names))}
+    for m in scalers.values(): m.fit(Z['recal'][seen], dev_ids[seen])
+    P = {'unscaled': softmax(Z['eval'], axis=1)} | {k: scalers[k].transform(Z['eval']) for k in SCALINGS[1:]}
+    test_seen = test_ids < len(names)
+    scaled = [events_from_scores(np.hstack([p, np.zeros((len(p), len(labels) - len(names)))]), test_ids,
+                                 threshold=threshold, labels=labels).assign(scaling=k) for k, p in P.items()]
+    scaled = pd.concat(scaled, ignore_index=True)
+    temps = pd.concat([pd.Series([scalers['temperature'].temperature_], index=['all']),
+                       scalers['temperature per TFG group'].temperatures_.rename(index=str)])
+    cf_labels = names + sorted((set(gold['recal']) | set(gold['eval'])) - set(names))   # every gold tag has a column
+    pad = lambda p: np.hstack([p, np.zeros((len(p), len(cf_labels) - len(names)))])  # unseen in training: probability 0
+    P_cf = {p: pad(softmax(Z[p], axis=1)) for p in Z}
+    y_cf = {p: pd.Index(cf_labels).get_indexer(gold[p]) for p in Z}
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', UserWarning)                        # unseen tags go to the last group
+        tfg_cf = pd.Series(tfg.assign(np.array(cf_labels, dtype=object)), index=cf_labels)
+    rows, qs, scores = [], [], {'LAC': ('lac', False), 'APS': ('aps', False), 'randomised APS': ('aps', True)}
+    for alpha in (0.1, 0.05):
+        for score, (method, rnd) in scores.items():
+            for sets, groups in (('marginal', None), ('Mondrian', tfg_cf)):
+                cs = ConformalSets(alpha, method, groups=groups, labels=cf_labels, randomized=rnd, random_state=seed)
+                t = set_summary(cs.fit(P_cf['recal'], y_cf['recal']).predict(P_cf['eval']), y_cf['eval'], tfg_cf,
+                                labels=cf_labels)
+                key = dict(alpha=alpha, score=score, sets=sets)
+                rows += [key | dict(group=str(g), tokens=n, coverage=c, mean_size=m)
+                         for g, n, c, m in t.itertuples(index=False)]
+                qs += [key | dict(group=str(g), quantile=q, n=n)
+                       for g, q, n in zip(cs.quantile_.index, cs.quantile_, cs.n_)]
+    nlls = [nll(p[test_seen], test_ids[test_seen]) for p in P.values()]
+    return dict(scaled=scaled.assign(label=scaled.label.cat.codes),
+                scaled_nll=pd.DataFrame(dict(scaling=list(P), nll=nlls)),
+                temperatures=pd.DataFrame(dict(group=temps.index.astype(str), temperature=temps.to_numpy())),
+                conformal=pd.DataFrame(rows), conformal_quantiles=pd.DataFrame(qs),
+                conformal_tags=pd.DataFrame(dict(tag=cf_labels, group=tfg_cf.to_numpy())))
+
+def ewt_artifact(
+    tagset: str,  # a key of `TAGSETS`
+    size: str = 'full',  # 'full' (every bundled sentence: what the notebooks load) or 'small' (the retrain check)
+    seed: int = 0,  # the seed of the tagger's training (and of the randomised conformal scores)
+    multiclass: bool = False,  # also fit temperature and vector scaling, and calibrate conformal sets
+) -> dict:  # the study's events, parts, training counts (and the multiclass outputs): see below
+    "What the EWT softmax tagger of the study computes: the outputs notebooks 31 and 94 report, for an artifact."
+    check_choice('tagset', tagset, tuple(TAGSETS))
+    threshold = check_threshold(None)
+    model, data, counts = _ewt_fit(_ewt_sents(size), tagset, 1.0, 10, check_int('seed', seed, 0))
+    events = [_part_events(model, data, p, tagset, threshold) for p in ('recal', 'eval')]
+    cats = [e.label.cat.categories for e in events]                   # the label columns: codes, and each part's labels
+    out = dict(events=pd.concat([e.assign(part=e.attrs['part'], label=e.label.cat.codes) for e in events],
+                                ignore_index=True),
+               labels=pd.DataFrame(dict(part=np.repeat([e.attrs['part'] for e in events], [len(c) for c in cats]),
+                                        label=np.concatenate(cats).astype(str))),
+               parts=pd.DataFrame([e.attrs for e in events]),        # each part's attrs: tokens, accuracy, ...
+               counts=pd.DataFrame(dict(tag=counts.index.to_numpy(str), count=counts.to_numpy())))
+    return out | (_multiclass(model, data, counts, threshold, seed) if multiclass else {})
+
+def ewt_xpos_deprel(size: str = 'full',  # 'full' or 'small'
+                    seed: int = 0,  # the training seed
+                   ) -> dict:  # `ewt_artifact`'s outputs
+    "The recipe of the artifact `ewt_xpos_deprel`: the study's tagger on `xpos+deprel`, with the multiclass outputs."
+    return ewt_artifact('xpos+deprel', size, seed, multiclass=True)
+
+def ewt_upos_feats(size: str = 'full',  # 'full' or 'small'
+                   seed: int = 0,  # the training seed
+                  ) -> dict:  # `ewt_artifact`'s outputs
+    "The recipe of the artifact `ewt_upos_feats`: the study's tagger on `upos|feats` (the tutorial's second tagset)."
+    return ewt_artifact('upos|feats', size, seed)
+
+def ewt_events(
+    outputs: dict,  # an EWT artifact as `calibkit.artifacts.load_artifact` gives it (or `ewt_artifact`'s outputs)
+) -> EWTEvents:  # what `ewt_study_events` returns, attrs included
+    "The study's events and training counts from a committed EWT artifact, as `ewt_study_events` gives them."
+    _check_ewt(outputs, 'events')
+    ev, out = outputs['events'], []
+    for row in outputs['parts'].to_dict('records'):
+        e = _with_labels(ev[ev.part == row['part']].drop(columns='part'), outputs, row['part'])
+        e.attrs.update({k: v.item() if isinstance(v, np.generic) else v for k, v in row.items()})
+        out.append(e)
+    c = outputs['counts']
+    return EWTEvents(*out, pd.Series(c['count'].to_numpy(), index=pd.Index(c.tag.to_numpy(object), dtype=object),
+                                     name='count'))
+
+def _check_ewt(outputs, *keys):
+    need = {'events', 'labels', 'parts', 'counts', *keys}
+    if not isinstance(outputs, dict) or not need <= outputs.keys():
+        raise TypeError(f'outputs must be the dict of an EWT artifact (with {sorted(need)})')
+
+def _with_labels(ev: pd.DataFrame, outputs: dict, part: str) -> pd.DataFrame:
+    "Events whose label codes are turned back into the categorical of the labels of `part`."
+    labels = outputs['labels']
+    cats = pd.Index(labels.label[labels.part == part].to_numpy(object))
+    return ev.assign(label=pd.Categorical.from_codes(ev.label.to_numpy(), categories=cats)).reset_index(drop=True)
+
+def ewt_scaled_events(
+    outputs: dict,  # an EWT artifact made with `multiclass=True` (`load_artifact('ewt_xpos_deprel')`)
+) -> dict:  # scaling ('unscaled', 'temperature', ...) -> its thresholded eval events
+    "The thresholded eval events of each scaling of the tagger's distributions, from a committed EWT artifact."
+    _check_ewt(outputs, 'scaled')
+    sc = outputs['scaled']
+    return {k: _with_labels(sc[sc.scaling == k].drop(columns='scaling'), outputs, 'eval') for k in SCALINGS}
 
 # %% ../nbs/42_sparse_study.ipynb #65a8631b
 from .config import public_dir

@@ -15,8 +15,8 @@ from ..events import check_choice, check_float, check_int
 from ..extractors.coref import check_window, window_pairs, first_mentions, antecedent_correct
 
 # %% auto #0
-__all__ = ['GROUPS', 'TYPES', 'DIST_NAMES', 'SENT_NAMES', 'mention_attributes', 'Design', 'design', 'MentionRanker',
-           'split_documents', 'evaluate']
+__all__ = ['GROUPS', 'TYPES', 'DIST_NAMES', 'SENT_NAMES', 'LITBANK_SMALL', 'mention_attributes', 'Design', 'design',
+           'MentionRanker', 'split_documents', 'evaluate', 'litbank_ranker', 'window_matrices']
 
 # %% ../../nbs/14_models_coref.ipynb #a0136aff
 _PRONOUNS = {  # word -> (group, person, number, gender); number s/p, gender m/f/n/'' (unknown)
@@ -299,20 +299,56 @@ def split_documents(
 
 # %% ../../nbs/14_models_coref.ipynb #5f7cacea
 def evaluate(
-    model: MentionRanker,  # a fitted model
+    model,  # a fitted `MentionRanker`, or its window matrices by document name (`window_matrices`)
     docs,  # documents (`CorefDocument`) with gold clusters
 ) -> pd.DataFrame:  # one row per mention
     """One row per mention: doc, mention, type, anaphoric (has an earlier gold mention), chosen distance (0 = new), p of
     it, correct."""
+    if isinstance(model, MentionRanker): probs = model.antecedent_probs
+    elif isinstance(model, dict): probs = lambda doc: model[doc.name]
+    else: raise TypeError(f'model must be a MentionRanker or a dict of window matrices, got {type(model).__name__}')
     rows = []
     for doc in docs:
-        P, A = model.antecedent_probs(doc), mention_attributes(doc)
+        P, A = probs(doc), mention_attributes(doc)
         n, back = len(P), P.argmax(axis=1)
         rows.append(pd.DataFrame({'doc': doc.name, 'mention': np.arange(n), 'type': A['type'],
                                   'anaphoric': ~first_mentions(doc.clusters), 'chosen': back,
                                   'p': P[np.arange(n), back],
                                   'correct': antecedent_correct(doc.clusters, back)}))
     return pd.concat(rows, ignore_index=True)
+
+# %% ../../nbs/14_models_coref.ipynb #6bae4032
+LITBANK_SMALL = (6, 2)   # the 'small' size of `litbank_ranker`: training documents, and dev and test documents each
+
+def litbank_ranker(
+    size: str = 'full',  # 'full' (24 training, 8 dev, 8 test documents) or 'small' (`LITBANK_SMALL`)
+    seed: int = 0,  # the recipe's seed, recorded in the manifest (the fit itself draws nothing at random)
+) -> dict:  # probs: the stacked (n, 51) window matrices; doc, part: each row's document and split; n_train_mentions
+    "The recipe of the artifact `litbank_ranker`: `MentionRanker(window=50)` fitted on LitBank; dev and test outputs."
+    from calibkit.datasets import bundled
+    from calibkit.datasets.coref import read_conll2012_coref
+    check_choice('size', size, ('full', 'small'))
+    check_int('seed', seed, 0)
+    split = split_documents(read_conll2012_coref(bundled('litbank')))
+    n_train, n_held = (None, None) if size == 'full' else LITBANK_SMALL
+    model = MentionRanker(window=50).fit(split['train'][:n_train])
+    held = [(p, d) for p in ('dev', 'test') for d in split[p][:n_held]]
+    P = [model.antecedent_probs(d) for _, d in held]
+    rows = [len(x) for x in P]
+    return dict(probs=np.concatenate(P), doc=np.repeat([d.name for _, d in held], rows),
+                part=np.repeat([p for p, _ in held], rows), n_train_mentions=np.array([model.n_train_mentions_]))
+
+def window_matrices(
+    outputs: dict,  # the artifact `litbank_ranker` as `calibkit.artifacts.load_artifact` gives it (or the recipe's)
+    part: str,  # 'dev' or 'test'
+) -> dict:  # document name -> its (n, window+1) window matrix, in the documents' order
+    "The window matrices of the documents of `part`, from the stacked rows of `litbank_ranker`."
+    check_choice('part', part, ('dev', 'test'))
+    if not isinstance(outputs, dict) or not {'probs', 'doc', 'part'} <= outputs.keys():
+        raise TypeError('outputs must be the dict of the litbank_ranker artifact (probs, doc, part)')
+    rows = np.asarray(outputs['part']) == part
+    docs = np.asarray(outputs['doc'])[rows]
+    return {str(d): outputs['probs'][rows][docs == d] for d in dict.fromkeys(docs)}
 
 # %% ../../nbs/14_models_coref.ipynb #7404cb0e
 from ..config import public_dir
