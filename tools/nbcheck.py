@@ -1,12 +1,11 @@
 """The notebooks' staleness check (`python3 tasks.py check-notebooks`): every notebook executed in a fresh kernel and
-compared with its committed outputs; `python3 tasks.py notebooks` writes them back.
+compared with its committed outputs, exactly; `python3 tasks.py notebooks` writes them back.
 
-Outputs are compared exactly, except in cells marked `#| tolerance: R` (nbdev ignores the directive). Those cells
-show what a trained model computed, and trained models move with the processor (its BLAS kernels and SIMD width;
-bench/README.md, "Trained models across processors", measures how far). In them the text around the numbers must
-be identical and each number within R of the committed one, relative, after allowing one unit of its last
-displayed digit; an SVG chart's numbers (its pixel coordinates and tick labels) are taken relative to the chart's
-size. So another processor passes, and a code change is reported as one, with the kind of difference found.
+Every number a notebook commits is a function of committed files and calibkit's code: a model whose results a
+notebook reports is a committed artifact (`calibkit.artifacts`, retrained by `python3 tasks.py train` and checked
+apart by `python3 tasks.py check-artifacts`), never trained while the notebook runs. So there is no processor
+tolerance: a stale output is a code change, and the message says when only numbers moved (the mark of a model
+trained in the notebook, or of a computation whose last digits depend on the processor's kernels).
 """
 import difflib, hashlib, json, os, re, subprocess, sys, time
 from pathlib import Path
@@ -183,9 +182,9 @@ def unit(number: str) -> float:
     return 10.0 ** (int(exp or 0) - len(mant.partition('.')[2]))
 
 
-def needed_tolerance(committed, fresh) -> tuple[float, str] | None:
-    """The relative tolerance under which the outputs `fresh` match `committed` (a cell's output lists), with the
-    pair of numbers that needs it; None when they differ in more than numbers (other text, other outputs).
+def numbers_moved(committed, fresh) -> tuple[float, str] | None:
+    """How far only the numbers of the outputs `fresh` moved from `committed` (a cell's output lists), relative, with
+    the pair of numbers that moved most; None when they differ in more than numbers (other text, other outputs).
     A pair a, b needs max(0, |a - b| - u) / max(|a|, |b|, scale), u one unit of the last digit either shows.
     Runs of white space count as one (a table's columns realign when a number's width changes)."""
     a, b = pieces(committed), pieces(fresh)
@@ -211,37 +210,23 @@ def output_diff(ca, cb) -> str:
     return f'{cell_head(ca)}\n{body}{more}'
 
 
-def tolerance(cell) -> float | None:
-    "The cell's `#| tolerance: R` (a relative tolerance, 0 < R <= 1), or None; ValueError if R is not one."
-    tol = directives(cell).get('tolerance')
-    if tol is None: return None
-    try: r = float(tol)
-    except ValueError: r = float('nan')
-    if not 0 < r <= 1: raise ValueError(f'`#| tolerance: {tol}` is not a relative tolerance in (0, 1]')
-    return r
+TOLERANCE_GONE = ('`#| tolerance:` is no longer read: outputs are compared exactly; a model whose numbers a notebook '
+                  'shows is a committed artifact (calibkit.artifacts)')
 
 
 def cell_problem(name, i, ca, cb) -> str | None:
     "Why cell `i` is stale (its committed form `ca`, its fresh execution `cb`), saying which kind of change; None if it is not."
     if ca == cb: return None
     rest = lambda c: {k: v for k, v in c.items() if k != 'outputs'}
-    found = needed_tolerance(ca.get('outputs', []), cb.get('outputs', [])) if rest(ca) == rest(cb) else None
-    tol = tolerance(ca)
-    if tol is None:
-        hint = (f' (only numbers differ, by up to {found[0]:.1e} relative ({found[1]}): if they come from a trained model,'
-                ' measure their processor tolerance and mark the cell `#| tolerance: R`)') if found else ''
-        return f'{name}: cell {i} has stale outputs, compared exactly: a code change{hint}:\n{output_diff(ca, cb)}'
-    if found is None:
-        return f'{name}: cell {i} has stale outputs: text differs, not only numbers (a code change):\n{output_diff(ca, cb)}'
-    if found[0] > tol:
-        return (f'{name}: cell {i}: numbers differ beyond the processor tolerance {directives(ca)["tolerance"]} (by up to {found[0]:.1e} relative: '
-                f'{found[1]}): code change?\n{output_diff(ca, cb)}')
-    return None
+    found = numbers_moved(ca.get('outputs', []), cb.get('outputs', [])) if rest(ca) == rest(cb) else None
+    hint = (f' (only numbers differ, by up to {found[0]:.1e} relative ({found[1]}): if they come from a model trained '
+            'while the notebook runs, make it a committed artifact, calibkit.artifacts)') if found else ''
+    return f'{name}: cell {i} has stale outputs, compared exactly: a code change{hint}:\n{output_diff(ca, cb)}'
 
 
 def stale(name, committed: str, fresh: str) -> str | None:
     """What makes the committed notebook text stale against a fresh execution: the first stale cell and how many
-    others there are; None when every output matches (exactly, or within its cell's processor tolerance)."""
+    others there are; None when every output matches exactly."""
     if committed == fresh: return None
     a, b = json.loads(committed), json.loads(fresh)
     if len(a['cells']) != len(b['cells']) or {**a, 'cells': None} != {**b, 'cells': None}:
@@ -263,9 +248,7 @@ def static_problems(path) -> list[str]:
             if m:
                 problems.append(f'{path.name}: cell {i} output loads from another host ({m.group(0)!r}); charts must be inline SVG')
                 break
-    for i, c in enumerate(cells):
-        try: tolerance(c)
-        except ValueError as e: problems.append(f'{path.name}: cell {i}: {e}')
+    problems += [f'{path.name}: cell {i}: {TOLERANCE_GONE}' for i, c in enumerate(cells) if 'tolerance' in directives(c)]
     if not any(c.get('outputs') for c in cells):
         problems.append(f'{path.name}: has no outputs at all (run `python3 tasks.py notebooks {path.name}` and commit it)')
     return problems
@@ -273,7 +256,7 @@ def static_problems(path) -> list[str]:
 
 def nb_job(args):
     """One notebook for the pool: (name, problem or None, seconds, whether it was written back). Writing back keeps
-    the committed notebook when it matches (outputs within their tolerance are a processor's, not news)."""
+    the committed notebook when it matches."""
     path, write, env = args
     t0 = time.monotonic()
     try: fresh = execute(path, env)
