@@ -207,9 +207,10 @@ def check_notebooks(*names):
 
 def _train(*names):
     "Internal: what `train` runs inside .venv: each recipe at every size, written with its manifest."
-    from calibkit.artifacts import RECIPES, SIZES, train_artifact, write_artifact
+    from calibkit.artifacts import RECIPES, train_artifact, write_artifact
+    from calibkit.config import ARTIFACT_SIZES
     for name in names or RECIPES:
-        for size in SIZES:
+        for size in ARTIFACT_SIZES:
             t0 = time.monotonic()
             path = write_artifact(name, train_artifact(name, size), size)
             step(f'trained {name} ({size}): {path.relative_to(ROOT)}, {path.stat().st_size / 1e6:.2f} MB', t0)

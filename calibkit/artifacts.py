@@ -9,15 +9,14 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 import numpy as np, pandas as pd
-from .config import fixed_threads
+from .config import ARTIFACT_SIZES, calibkit_version, fixed_threads
 from .events import check_choice
 
 # %% auto #0
-__all__ = ['SIZES', 'ARTIFACT_DIR', 'RECIPES', 'Recipe', 'artifact_path', 'write_artifact', 'artifact_manifest', 'load_artifact',
+__all__ = ['ARTIFACT_DIR', 'RECIPES', 'Recipe', 'artifact_path', 'write_artifact', 'artifact_manifest', 'load_artifact',
            'train_artifact', 'compare_outputs']
 
 # %% ../nbs/68_artifacts.ipynb #c195e3f6
-SIZES = ('full', 'small')   # what the notebooks load; what the retrain check trains
 ARTIFACT_DIR = Path(str(files('calibkit').joinpath('data', 'artifacts')))   # the committed artifacts (package data)
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ RECIPES: dict[str, Recipe] = {}   # name -> Recipe; filled below, one entry per 
 def _demo_recipe(size: str, seed: int) -> dict:
     "The toy recipe of this page: logistic regression on synthetic data; `size` sets the number of examples."
     from sklearn.linear_model import LogisticRegression
-    n = dict(full=2000, small=200)[check_choice('size', size, SIZES)]
+    n = dict(full=2000, small=200)[check_choice('size', size, ARTIFACT_SIZES)]
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3))
     y = (X @ [1.5, -1.0, 0.5] + rng.logistic(size=n) > 0).astype(int)
@@ -103,11 +102,10 @@ def _processor() -> dict:
                      if k in os.environ})
 
 def _versions() -> dict:
-    from calibkit import __version__
     mods = {m: sys.modules[m].__version__ for m in ('numpy', 'scipy', 'sklearn', 'torch', 'pycrfsuite')
             if m in sys.modules
             and hasattr(sys.modules[m], '__version__')}
-    return dict(python=platform.python_version(), calibkit=__version__, **mods)
+    return dict(python=platform.python_version(), calibkit=calibkit_version(), **mods)
 
 # %% ../nbs/68_artifacts.ipynb #c6cdfd93
 def artifact_path(
@@ -117,7 +115,7 @@ def artifact_path(
 ) -> Path:  # the .npz file; its manifest has the same name with .json
     "Where the artifact `name` of `size` is stored."
     check_choice('name', name, tuple(RECIPES))
-    check_choice('size', size, SIZES)
+    check_choice('size', size, ARTIFACT_SIZES)
     return Path(ARTIFACT_DIR if folder is None else folder)/(name + ('' if size == 'full' else f'.{size}') + '.npz')
 
 def write_artifact(
@@ -177,7 +175,7 @@ def train_artifact(
 ) -> dict:  # what the recipe returned
     "Run the recipe of `name` at `size` with its seed, in one thread."
     check_choice('name', name, tuple(RECIPES))
-    check_choice('size', size, SIZES)
+    check_choice('size', size, ARTIFACT_SIZES)
     r = RECIPES[name]
     module, _, fn = r.target.partition(':')
     make = getattr(importlib.import_module(module), fn)

@@ -12,9 +12,9 @@ from functools import cache
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['BINNINGS', 'FORMATS', 'Settings', 'package_dir', 'calibkit_version', 'settings_path', 'read_settings', 'settings',
-           'default', 'check_threshold', 'decode_utf8', 'first_line', 'progress', 'fixed_threads', 'require',
-           'public_dir']
+__all__ = ['ARTIFACT_SIZES', 'BINNINGS', 'FORMATS', 'Settings', 'package_dir', 'calibkit_version', 'settings_path',
+           'read_settings', 'settings', 'default', 'check_threshold', 'decode_utf8', 'first_line', 'progress',
+           'fixed_threads', 'require', 'public_dir']
 
 # %% ../nbs/00_config.ipynb #c0a1b2c7
 def _threshold_in_range(value, name: str) -> float:
@@ -53,6 +53,8 @@ def package_dir() -> Path:
     return Path(importlib.util.find_spec('calibkit').origin).resolve().parent
 
 # %% ../nbs/00_config.ipynb #e76db480
+ARTIFACT_SIZES = ('full', 'small')   # a committed artifact's sizes: what notebooks load; what the retrain check trains
+
 def calibkit_version() -> str:
     """The installed calibkit's version: `calibkit.__version__`, which pyproject.toml makes the distribution's
     version. Read from the package, already imported (this module is part of it; it sets `__version__` first),

@@ -8,7 +8,7 @@ import copy, textwrap, warnings
 from pathlib import Path
 from typing import NamedTuple, Sequence
 import numpy as np, pandas as pd
-from .config import check_threshold, default
+from .config import ARTIFACT_SIZES, check_threshold, default
 from .events import as_pairs, check_choice, check_int, events_from_scores
 from .binning import group_bins
 from .datasets import bundled
@@ -527,7 +527,7 @@ VECTOR_L2 = 1e-3     # the penalty of vector scaling here: one optimum, reached 
 
 def _ewt_sents(size: str) -> list:
     "The bundled EWT sentences: all of them ('full'), or those of the first `EWT_SMALL_DOCS` documents of each file."
-    check_choice('size', size, ('full', 'small'))
+    check_choice('size', size, ARTIFACT_SIZES)
     out = []
     for f in EWT_FILES:
         sents = read_conllu(bundled('ud_ewt')/f)

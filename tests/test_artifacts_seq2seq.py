@@ -2,7 +2,8 @@
 without torch, match their manifests, and hold what the notebooks read from them (keys, shapes, value ranges)."""
 import hashlib, json
 import numpy as np, pytest
-from calibkit.artifacts import RECIPES, SIZES, artifact_manifest, artifact_path, load_artifact
+from calibkit.artifacts import RECIPES, artifact_manifest, artifact_path, load_artifact
+from calibkit.config import ARTIFACT_SIZES
 
 NAMES = ('seq2seq_ewt', 'generation_ewt')
 MODELS, HOWS = ('small', 'large'), ('min', 'mean', 'prod')
@@ -11,7 +12,7 @@ N_TEST, N_TOKENS, N_WORDS, N_TRAIN = 505, 9241, 6026, 2020
 
 
 @pytest.mark.parametrize('name', NAMES)
-@pytest.mark.parametrize('size', SIZES)
+@pytest.mark.parametrize('size', ARTIFACT_SIZES)
 def test_artifact_matches_its_manifest_and_its_recipe(name, size):
     path, m = artifact_path(name, size), artifact_manifest(name, size)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == m['sha256'] and m['file'] == path.name
@@ -77,5 +78,5 @@ def test_generation_ewt_holds_what_tutorial_95_reads():
 def test_the_artifacts_are_package_data():
     "The wheel carries calibkit/data/** (tests/test_wheel.py checks every file); the artifacts live there."
     for name in NAMES:
-        for size in SIZES:
+        for size in ARTIFACT_SIZES:
             assert artifact_path(name, size).parent.parts[-3:] == ('calibkit', 'data', 'artifacts')

@@ -2,7 +2,8 @@
 31, 92 and 94 need."""
 import numpy as np
 import pytest
-from calibkit.artifacts import RECIPES, SIZES, artifact_manifest, artifact_path, load_artifact
+from calibkit.artifacts import RECIPES, artifact_manifest, artifact_path, load_artifact
+from calibkit.config import ARTIFACT_SIZES
 from calibkit.datasets import bundled
 from calibkit.datasets.coref import read_conll2012_coref
 from calibkit.models.coref import split_documents, window_matrices
@@ -11,7 +12,7 @@ from calibkit.sparse import SCALINGS, ewt_events, ewt_scaled_events
 NAMES = ('litbank_ranker', 'ewt_xpos_deprel', 'ewt_upos_feats')
 
 
-@pytest.mark.parametrize('size', SIZES)
+@pytest.mark.parametrize('size', ARTIFACT_SIZES)
 @pytest.mark.parametrize('name', NAMES)
 def test_artifact_loads_and_matches_its_manifest(name, size):
     m = artifact_manifest(name, size)
@@ -24,7 +25,7 @@ def test_artifact_loads_and_matches_its_manifest(name, size):
 
 
 def test_artifacts_stay_within_their_budget():
-    total = sum(artifact_path(n, s).stat().st_size for n in NAMES for s in SIZES)
+    total = sum(artifact_path(n, s).stat().st_size for n in NAMES for s in ARTIFACT_SIZES)
     assert total < 10e6, f'{total / 1e6:.1f} MB'
 
 

@@ -9,7 +9,7 @@ import numpy as np, pandas as pd
 from scipy import sparse
 from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression
-from ..config import fixed_threads, progress
+from ..config import ARTIFACT_SIZES, fixed_threads, progress
 from ..datasets.coref import CorefDocument
 from ..events import check_choice, check_float, check_int
 from ..extractors.coref import check_window, window_pairs, first_mentions, antecedent_correct
@@ -327,7 +327,7 @@ def litbank_ranker(
     "The recipe of the artifact `litbank_ranker`: `MentionRanker(window=50)` fitted on LitBank; dev and test outputs."
     from calibkit.datasets import bundled
     from calibkit.datasets.coref import read_conll2012_coref
-    check_choice('size', size, ('full', 'small'))
+    check_choice('size', size, ARTIFACT_SIZES)
     check_int('seed', seed, 0)
     split = split_documents(read_conll2012_coref(bundled('litbank')))
     n_train, n_held = (None, None) if size == 'full' else LITBANK_SMALL

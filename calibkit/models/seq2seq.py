@@ -300,7 +300,7 @@ def seq2seq_study_events(
     return model_events(model, data)
 
 # %% ../../nbs/16_models_seq2seq.ipynb #ce4e7d07
-from ..artifacts import SIZES
+from ..config import ARTIFACT_SIZES
 from ..events import check_choice
 EWT_CONFIGS = {'small': dict(hidden=64, dropout=0.1), 'large': dict(hidden=128, dropout=0.2)}   # tutorial 93's models
 EWT_EPOCHS = 8             # tutorial 93's training epochs
@@ -351,7 +351,7 @@ def seq2seq_ewt(
     """The artifact `seq2seq_ewt`: tutorial 93's two models (`EWT_CONFIGS`, `EWT_EPOCHS` epochs) trained on UD EWT, and
     their test events: `{model}_tokens`, `{model}_words` and `{model}_seq_{how}` frames, `{model}_losses` per epoch,
     `{model}_parameters`."""
-    small = check_choice('size', size, SIZES) == 'small'
+    small = check_choice('size', size, ARTIFACT_SIZES) == 'small'
     seed = check_int('seed', default('seed', seed), 0)
     data = ewt_seq2seq_data(seed=seed)
     idx, test = (data.train_idx[:_SMALL['fit']], data.test_idx[:_SMALL['test']]) if small else (None, None)
@@ -375,7 +375,7 @@ def generation_ewt(
     all responses one after the other, response i from `{split}_offsets[i]`), `{split}_finish_reason`,
     `{split}_stop_logprob` (NaN without a stop step); `decode_pred`, `decode_steps` (flat, `decode_offsets`): `decode`'s
     outputs on test."""
-    small = check_choice('size', size, SIZES) == 'small'
+    small = check_choice('size', size, ARTIFACT_SIZES) == 'small'
     seed = check_int('seed', default('seed', seed), 0)
     data = ewt_seq2seq_data(seed=seed)
     perm = np.random.default_rng(seed).permutation(len(data.train_idx))
