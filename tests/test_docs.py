@@ -197,8 +197,9 @@ def test_search_finds_offline(site, chrome):
 
 # ---- chart text, in the browser, at the site's width -------------------------------------------------------
 def svg_outputs(nb: Path) -> int:
-    "How many charts (SVG outputs) a notebook's committed cells show."
-    return sum('image/svg+xml' in o.get('data', {}) for c in json.loads(nb.read_text())['cells'] for o in c.get('outputs', []))
+    "How many charts a notebook's committed cells show: SVG outputs, and charts inside HTML ones (a report shown inline)."
+    data = [o.get('data', {}) for c in json.loads(nb.read_text())['cells'] for o in c.get('outputs', [])]
+    return sum(('image/svg+xml' in d) + ''.join(d.get('text/html', '')).count('class="marks"') for d in data)
 
 
 def checked(driver, timeout: float = 30) -> tuple[int, list[str]]:

@@ -163,4 +163,5 @@ def test_cli_imports_from_inputs_only_the_plan_and_its_errors():
     tree = ast.parse(Path(cli.__file__).read_text())
     names = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and (n.module or '').endswith('inputs')
              for a in n.names}
-    assert names == {'plan', 'NoInputError', 'PlanError', 'ScoresNeededError', 'ThresholdError', 'show_path'}, names
+    assert names == {'plan', 'LogitsError', 'NoInputError', 'PlanError', 'ScoresNeededError', 'ThresholdError',
+                     'show_path'}, names
