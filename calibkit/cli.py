@@ -54,7 +54,8 @@ def output_error(e: OutputError,  # the library's refusal of an output folder
     return CLIError(EX_CANTCREAT, first_line(e) + hint)
 
 # %% ../nbs/62_cli.ipynb #c1f1a902
-PARAM_FLAGS = {'n_samples': '--n-samples', 'counts': '--counts'}   # library parameters the CLI sets by a flag
+# library parameters the CLI sets by a flag
+PARAM_FLAGS = {'n_samples': '--n-samples', 'counts': '--counts', 'strict_labels': '--strict-labels'}
 
 def flag_words(text: str,  # a library message
                ) -> str:    # the message as the command line says it
@@ -125,7 +126,8 @@ PLAN_WORDS = {'stdin_files': 'a folder, a glob or --dask reads files, not standa
               'threshold_dask': '--threshold applies to events read in memory, not with --dask',
               'stdin_format': 'reading standard input (-) needs --format csv, jsonl or parquet',
               'stdin_scores': '--conformal needs score matrices; standard input (-) holds events',
-              'labels': '--fit and INPUT score different labels {detail}'}
+              'labels': '--fit and INPUT score different labels: {detail}; save both with the same labels in the same '
+                        'column order'}
 
 def input_error(e: Exception,  # an error of `calibkit.inputs` (an `InputError`)
                 ) -> CLIError:  # its one line and exit status
@@ -227,16 +229,28 @@ def _conformal(args, inp):
     return dict(alpha=args.conformal, calibration=calibration, test=test, labels=labels, method=method.split('-')[0],
                 randomized=method == 'aps-randomized')
 
+def _strict(args) -> list:
+    "--strict-labels as an extractor parameter (K=V pairs): none without the flag; a usage error if it takes none."
+    if not (args.strict_labels and args.extractor): return []
+    import inspect
+    from calibkit.plugins import registry   # lazy: the registry loads the installed plugins
+    r = registry()['extractor'].get(args.extractor)
+    if r is not None and 'strict_labels' not in inspect.signature(r.cls).parameters:
+        raise CLIError(EX_USAGE, f'--strict-labels applies to score matrices with tag names; extractor '
+                                 f'{args.extractor!r} reads no gold tags')
+    return [('strict_labels', True)]
+
 def cmd_report(args,  # the parsed flags of `calibkit report`
                ) -> int:
     from calibkit.inputs import plan                 # lazy: numpy, pandas
     _check_flags(args)
-    xt = _plugin('extractor', args.extractor, args.extractor_param)
+    xt = _plugin('extractor', args.extractor, [*(args.extractor_param or []), *_strict(args)])
     grouper = _plugin('grouper', args.grouper, args.grouper_param)
     recal = None if args.recalibrator in (None, 'none') else _plugin('recalibrator', args.recalibrator, args.param)
     dask_ = getattr(args, 'dask', None)
-    inp = plan(args.input, args.fit, args.counts, fmt=args.format, threshold=args.threshold, extractor=xt,
-               dask=dask_ is not None, conformal=args.conformal is not None)   # every input checked: before a cluster
+    inp = plan(args.input, args.fit, args.counts, fmt=args.format, threshold=args.threshold, extractor=xt,   # every
+               dask=dask_ is not None, conformal=args.conformal is not None,     # input checked: before a cluster
+               strict_labels=args.strict_labels)
     with dask_cluster(dask_): return _report(args, inp, grouper, recal)       # --dask: the cluster lives for the run
 
 def _report(args, inp, grouper, recal) -> int:
@@ -383,6 +397,9 @@ def parser() -> argparse.ArgumentParser:
                         'with --grouper)')
     r.add_argument('--conformal-method', choices=('lac', 'aps', 'aps-randomized'),
                    help='nonconformity score of --conformal (default lac)')
+    r.add_argument('--strict-labels', action='store_true',
+                   help='refuse gold tags outside a score matrix\'s labels (default: they count as errors of the '
+                        'model, named in the report)')
     r.add_argument('--threshold', type=threshold_flag,
                    help=f'drop events below this score, in [0, 1) (score matrices: default {s.threshold})')
     b = r.add_mutually_exclusive_group()

@@ -4,16 +4,16 @@
 
 # %% ../nbs/01_events.ipynb #413a5f4f
 from __future__ import annotations
-import sys
+import sys, warnings
 from typing import Mapping
 import numpy as np, pandas as pd
 from .config import check_threshold, default, public_dir
 
 # %% auto #0
 __all__ = ['is_dask', 'numeric_array', 'count_true', 'check_int', 'check_float', 'check_choice', 'check_bool', 'check_conf',
-           'check_correct', 'as_frame', 'as_pairs', 'make_events', 'check_gold', 'check_scores', 'label_column',
-           'check_probs', 'events_from_scores', 'top_label_events', 'check_group_map', 'group_ids', 'group_slices',
-           'column_groups']
+           'check_correct', 'as_frame', 'as_pairs', 'make_events', 'check_gold', 'check_scores', 'gold_outside',
+           'label_column', 'check_probs', 'events_from_scores', 'top_label_events', 'check_group_map', 'group_ids',
+           'group_slices', 'column_groups']
 
 # %% ../nbs/01_events.ipynb #3bca7657
 def is_dask(
@@ -221,13 +221,26 @@ def make_events(
     return pd.DataFrame({**context, 'conf': c, 'correct': y})
 
 # %% ../nbs/01_events.ipynb #17090a2b
+def _listed(g: np.ndarray, mask, most: int = 5) -> str:
+    "The distinct values of `g` where `mask` holds, the most frequent first: `GW (20, first at gold[3]), X (1, ...)`."
+    at = np.flatnonzero(mask)
+    seen = pd.DataFrame({'v': g[at], 'at': at}).groupby('v', sort=False)['at'].agg(['size', 'min'])
+    seen = seen.sort_values(['size', 'min'], ascending=[False, True])
+    said = ', '.join(f'{v.item() if isinstance(v, np.generic) else v} ({c}, first at gold[{i}])'
+                     for v, (c, i) in seen.iloc[:most].iterrows())
+    return said + (f', … ({len(seen)} distinct in all)' if len(seen) > most else '')
+
 def check_gold(
     gold,  # gold label per row: ids, or names with `labels`
     n: int,  # the number of rows
     k: int,  # the number of labels (columns of the score matrix)
     labels=None,  # the K label names in column order (default: 0..K-1)
+    *,
+    strict_labels: bool = True,  # refuse names outside `labels` (False: id −1, a tag the model cannot predict)
 ) -> np.ndarray:
-    "Validate `n` gold label ids: ints in [0, k), or label names when `labels` (k names) is given; returned as intp."
+    """Validate `n` gold label ids: ints in [0, k), or label names when `labels` (k names) is given; returned as intp.
+    A name outside `labels` is refused, or with `strict_labels=False` given id −1 with a warning that counts them."""
+    strict_labels = check_bool('strict_labels', strict_labels)
     if isinstance(gold, (pd.Series, pd.Index)) and isinstance(gold.dtype, pd.api.extensions.ExtensionDtype) \
             and pd.api.types.is_numeric_dtype(gold.dtype):
         gold = gold.to_numpy(dtype=float, na_value=np.nan)   # nullable ints: NA becomes NaN, reported below
@@ -235,38 +248,53 @@ def check_gold(
     if g.ndim != 1: raise ValueError(f'gold must be 1-dimensional, got shape {g.shape}')
     if len(g) != n: raise ValueError(f'gold has {len(g)} values but scores has {n} rows')
     if np.issubdtype(g.dtype, np.floating):
-        if np.isnan(g).any(): raise ValueError(f'gold: {count_true(np.isnan(g))} of {n} values are missing (NaN)')
+        if (nan := np.isnan(g)).any():
+            raise ValueError(f'gold: {count_true(nan)} of {n} values are missing (NaN), first at '
+                             f'gold[{np.argmax(nan)}]')
         if not (whole := g == np.round(g)).all():
-            raise ValueError(f'gold: {count_true(~whole)} of {n} values are not whole numbers '
-                             f'(e.g. {g[~whole][0].item()!r}): '
+            raise ValueError(f'gold: {count_true(~whole)} of {n} values are not whole numbers: {_listed(g, ~whole)}; '
                              f'label ids are integers in [0, {k})')
         g = g.astype(np.int64)
     if not (np.issubdtype(g.dtype, np.integer) or g.dtype == bool):
         if labels is None:
             raise TypeError(f'gold must hold integer label ids (got dtype {g.dtype}); pass labels= to give names')
         ids = pd.Index(labels).get_indexer(g)
-        if (ids < 0).any():
-            seen = pd.Series(g[ids < 0]).value_counts()
-            named = ', '.join(f'{v} ({c})' for v, c in seen.iloc[:5].items())
-            named += f', … ({len(seen)} in all)' if len(seen) > 5 else ''
-            raise ValueError(f'gold: {count_true(ids < 0)} of {n} values are not among labels: {named}')
-        g = ids
+        if (out := ids < 0).any():
+            said = f'gold: {count_true(out)} of {n} values are not among labels: {_listed(g, out)}'
+            if strict_labels: raise ValueError(said)
+            warnings.warn(f'{said}; the model cannot predict these tags: they count as its errors, or are refused '
+                          f'(strict_labels=...)', stacklevel=3)
+        return ids.astype(np.intp)
     bad = (g < 0) | (g >= k)
-    if bad.any(): raise ValueError(f'gold: {count_true(bad)} of {n} ids are outside [0, {k})')
+    if bad.any(): raise ValueError(f'gold: {count_true(bad)} of {n} ids are outside [0, {k}): {_listed(g, bad)}')
     return g.astype(np.intp)
+
 
 # %% ../nbs/01_events.ipynb #b56cace5
 def check_scores(
     scores,  # n×K score matrix (probabilities; a frame's columns are the labels)
     gold,  # the gold label of each row: column ids, or names with `labels`
     labels=None,  # the K label names in column order (default: 0..K-1)
+    *,
+    strict_labels: bool = True,  # refuse gold names outside `labels` (False: id −1, see `check_gold`)
 ) -> tuple[np.ndarray, np.ndarray]:
     "Validate an n×K score matrix and its n gold ids (ints in [0, K), or label names when `labels` is given)."
     s = check_conf(scores, 'scores', ndim=2)
     n, k = s.shape
     if labels is not None and len(labels) != k:
         raise ValueError(f'labels has {len(labels)} names but scores has {k} columns')
-    return s, check_gold(gold, n, k, labels)
+    return s, check_gold(gold, n, k, labels, strict_labels=strict_labels)
+
+# %% ../nbs/01_events.ipynb #bcef6a97
+def gold_outside(
+    gold,  # the gold labels as given (names)
+    ids: np.ndarray,  # their ids from `check_gold` (−1: outside the labels)
+) -> dict:  # {'gold_outside': {name: count, ...}} (most frequent first), or {} when every gold tag has a column
+    "The gold tags without a column (id −1) and their counts, as an events frame's `attrs` entry."
+    out = ids < 0
+    if not out.any(): return {}
+    counts = pd.Series(np.asarray(gold)[out]).value_counts(sort=False).sort_values(ascending=False, kind='stable')
+    return {'gold_outside': {str(t): int(c) for t, c in counts.items()}}
 
 # %% ../nbs/01_events.ipynb #55d4a393
 def label_column(
@@ -301,10 +329,11 @@ def events_from_scores(
     *,
     threshold: float | None = None,  # drop cells with score below this (default: the settings' threshold, 0.01)
     labels=None,  # the K label names in column order (default: 0..K-1)
+    strict_labels: bool = False,  # refuse gold names outside `labels` (default: they count as errors of the model)
 ) -> pd.DataFrame:
     """One event per (row, label) cell of an n×K score matrix with score >= `threshold` (in [0, 1); default: the
     settings', 0.01): `item, label, conf, correct`."""
-    s, g = check_scores(scores, gold, labels)
+    s, g = check_scores(scores, gold, labels, strict_labels=strict_labels)
     threshold = check_threshold(threshold)
     n, k = s.shape
     flat = s.reshape(-1)
@@ -312,7 +341,8 @@ def events_from_scores(
     if threshold <= s.min():   # every cell kept: no mask, no index search
         item, label = np.repeat(np.arange(n, dtype=di), k), np.tile(np.arange(k, dtype=dl), n)
         conf, correct = flat.copy(), np.zeros(n * k, np.uint8)   # a copy: the frame must not alias the caller's matrix
-        correct[np.arange(n) * k + g] = 1           # the gold cell of every row, in flat order
+        rows = np.flatnonzero(g >= 0)                 # a gold tag outside the labels has no cell: none is correct
+        correct[rows * k + g[rows]] = 1               # the gold cell of every other row, in flat order
     else:
         keep = np.flatnonzero(flat >= threshold)
         item, label = np.divmod(keep, k)
@@ -320,7 +350,7 @@ def events_from_scores(
         item, label = item.astype(di), label.astype(dl)
     df = pd.DataFrame({'item': item, 'label': label_column(label, labels),
                        'conf': conf, 'correct': correct}, copy=False)
-    df.attrs.update(n_cells=n * k, n_dropped=n * k - len(df), threshold=threshold)
+    df.attrs.update(n_cells=n * k, n_dropped=n * k - len(df), threshold=threshold, **gold_outside(gold, g))
     return df
 
 # %% ../nbs/01_events.ipynb #ef8839a4
@@ -329,12 +359,15 @@ def top_label_events(
     gold,  # the gold label of each row: column ids, or names with `labels`
     *,
     labels=None,  # the K label names in column order (default: 0..K-1)
+    strict_labels: bool = False,  # refuse gold names outside `labels` (default: they count as errors of the model)
 ) -> pd.DataFrame:
     "One event per row: `conf` = the top score, `correct` = [argmax == gold], `label` = the predicted label."
-    s, g = check_scores(scores, gold, labels)
+    s, g = check_scores(scores, gold, labels, strict_labels=strict_labels)
     pred = s.argmax(axis=1)
-    return pd.DataFrame({'item': np.arange(len(s)), 'label': label_column(pred, labels),
-                         'conf': s[np.arange(len(s)), pred], 'correct': (pred == g).view(np.uint8)})
+    df = pd.DataFrame({'item': np.arange(len(s)), 'label': label_column(pred, labels),
+                       'conf': s[np.arange(len(s)), pred], 'correct': (pred == g).view(np.uint8)})
+    df.attrs.update(gold_outside(gold, g))            # a gold tag outside the labels: never the argmax, so wrong
+    return df
 
 # %% ../nbs/01_events.ipynb #dad4c1fc
 def check_group_map(

@@ -209,8 +209,15 @@ def jsonl_records(path: Path,  # the file `text` came from (named in errors)
     except (ValueError, RecursionError): pass
     try: doc = json.loads(text)
     except (ValueError, RecursionError): doc = None
-    if isinstance(doc, dict) and any(isinstance(v, list) for v in doc.values()):
-        raise InputError(f'{show_path(path)}: column-oriented JSON (an object of lists); {_JSONL_HINT}')
+    if isinstance(doc, dict):
+        lists = {len(v) for v in doc.values() if isinstance(v, list)}
+        if len(lists) == 1 and all(isinstance(v, list) for v in doc.values()):
+            raise InputError(f'{show_path(path)}: column-oriented JSON (an object of lists); {_JSONL_HINT}')
+    if isinstance(doc, dict) and (lines := text.strip().count('\n') + 1) > 1:
+        raise InputError(f'{show_path(path)}: one pretty-printed JSON object over {lines} lines (keys '
+                         f'{list(doc)[:5]}), not JSON Lines: write one object per line (json.dumps without indent), '
+                         'events like {"conf": 0.9, "correct": 1}, or a model\'s responses one per line for its '
+                         'extractor')
     recs = []
     for i, line in enumerate(text.split('\n'), 1):
         if not line.strip(): continue
@@ -304,10 +311,24 @@ def record_lines(message: str,  # an error message that may name records as `rec
                   else m[0], message)
 
 # %% ../nbs/61_inputs.ipynb #5365367b
+def _utf8_array(path: Path, name: str, a: np.ndarray) -> np.ndarray:
+    "A bytes array (numpy dtype S) of an `.npz` as text, or an `InputError` naming the file, array and first bad value."
+    if a.dtype.kind != 'S': return a
+    try: return np.char.decode(a, 'utf-8')
+    except UnicodeDecodeError:
+        flat = a.ravel()
+        i = next(i for i, v in enumerate(flat) if not _decodes(v))
+        raise InputError(f'{show_path(path)}: array {name!r}: value {i} ({bytes(flat[i])!r}) is bytes that are not '
+                         'UTF-8 text; save the names as text (str), or as UTF-8 bytes') from None
+
+def _decodes(v: bytes) -> bool:
+    try: v.decode('utf-8'); return True
+    except UnicodeDecodeError: return False
+
 def read_npz(
     path: Path,  # an .npz archive
 ) -> dict:  # array name -> array
-    "The arrays of an `.npz` archive, or one line saying what else the file is."
+    "The arrays of an `.npz` archive (bytes arrays decoded as UTF-8 text), or one line saying what else the file is."
     with open(path, 'rb') as f: head = f.read(6)
     if head == b'\x93NUMPY':
         raise InputError(f'{show_path(path)}: holds a single .npy array, not an .npz archive: save scores and gold '
@@ -323,20 +344,44 @@ def read_npz(
                 except ValueError:
                     raise InputError(f'{show_path(path)}: array {k!r} holds Python objects (dtype=object), which '
                                      f'calibkit does not unpickle; save a numeric or string array') from None
-            return out
+            return {k: _utf8_array(path, k, a) for k, a in out.items()}
     except InputError: raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         raise InputError(f'{show_path(path)}: cannot read as .npz: {e}') from None
 
 # %% ../nbs/61_inputs.ipynb #in61c013
+@contextlib.contextmanager
+def _warnings_of(path):
+    "Within it, warnings are held; after, each is issued again with the file's name in front."
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        yield
+    for w in caught: warnings.warn(f'{show_path(path)}: {w.message}', w.category, stacklevel=3)
+
+def _npz_names(path, z: dict, k: int) -> tuple:
+    """The gold and the K label names of an `.npz` score matrix: its `labels` as text, or else the ids 0…K−1 as text;
+    without `labels`, gold given as text must be numbers (ids): it is read as numbers, so that bad ids are named."""
+    gold = z['gold']
+    if 'labels' in z: return gold, [str(v) for v in z['labels'].tolist()]
+    if gold.dtype.kind == 'U':
+        num = pd.to_numeric(pd.Series(gold.ravel()), errors='coerce')
+        if (names := num.isna().to_numpy()).any():
+            raise InputError(f'{show_path(path)}: gold holds tag names (e.g. {str(gold.ravel()[names][0])!r}) '
+                             f'but the file has no labels array naming the {k} score columns: save labels (the tag '
+                             'names in column order) with scores and gold')
+        gold = num.to_numpy().reshape(gold.shape)
+    return gold, [str(v) for v in range(k)]
+
 def read_scores(
     path,  # an .npz archive with `scores`, `gold` and optionally `labels`
     *,
     threshold: float | None = None,  # cells scoring below this are not events (default: the settings' threshold)
     atol: float = 1e-4,  # a score row summing to 1 within this is a probability distribution (others: a warning)
+    strict_labels: bool = False,  # refuse gold tags outside `labels` (default: they count as errors of the model)
 ) -> pd.DataFrame:  # the marginal events (`events_from_scores`)
-    """Marginal events from an `.npz` holding `scores` (n×K), `gold` (n ids) and optionally `labels` (K names); the gold
-    tags' counts in `attrs['gold_counts']` (what a report's grouper is fitted on without training counts)."""
+    """Marginal events from an `.npz` holding `scores` (n×K), `gold` (n ids, or names with `labels`) and optionally
+    `labels` (K names); the gold tags' counts in `attrs['gold_counts']` (what a report's grouper is fitted on without
+    training counts), tags outside `labels` included (and in `attrs['gold_outside']`: errors of the model)."""
     threshold, path = check_threshold(threshold), Path(path)
     if path.suffix.lower() == '.npy':
         raise InputError(f'{show_path(path)}: a .npy file holds one array, but the gold labels are needed too: '
@@ -347,16 +392,19 @@ def read_scores(
     if missing: raise InputError(f'{show_path(path)}: missing array(s) {missing}; found {sorted(z)}')
     s = z['scores']
     k = s.shape[1] if s.ndim == 2 else 0
-    labels = [str(v) for v in (z['labels'].tolist() if 'labels' in z else range(k))]
+    gold, labels = _npz_names(path, z, k)
     if s.dtype.kind in 'iuf' and s.size and np.isfinite(s).all() and ((s < 0) | (s > 1)).any():
         raise LogitsError(path, int(((s < 0) | (s > 1)).sum()), s.size, float(s.min()), float(s.max()))
-    try: ev = events_from_scores(s, z['gold'], threshold=threshold, labels=labels)
+    try:
+        with _warnings_of(path):
+            ev = events_from_scores(s, gold, threshold=threshold, labels=labels, strict_labels=strict_labels)
     except (ValueError, TypeError) as e: raise InputError(f'{show_path(path)}: {e}') from None
     if ev.empty:
         raise InputError(f'{show_path(path)}: no score of the {s.size} cells reaches the threshold {threshold}')
-    g = np.asarray(z['gold'])                        # valid: events_from_scores checked it
-    ids = g.astype(np.intp) if g.dtype.kind in 'biuf' else pd.Index(labels).get_indexer(g)
-    ev.attrs['gold_counts'] = {t: int(c) for t, c in zip(labels, np.bincount(ids, minlength=k)) if c}   # for groupers
+    g = np.asarray(gold)                             # valid: events_from_scores checked it
+    tags = pd.Series(np.asarray(labels)[g.astype(np.intp)] if g.dtype.kind in 'biuf' else g).value_counts(sort=False)
+    order = [*labels, *ev.attrs.get('gold_outside', {})]          # the labels' order, then the tags outside them
+    ev.attrs['gold_counts'] = {t: int(tags[t]) for t in order if t in tags.index}   # for groupers
     dev = np.abs(s.sum(axis=1, dtype=np.float64) - 1)
     off = dev > atol
     if off.any():
@@ -364,6 +412,7 @@ def read_scores(
                       f'{dev.max():.3g}); softmax probabilities were expected, the scores are used as given',
                       stacklevel=2)
     return ev
+
 
 # %% ../nbs/61_inputs.ipynb #8b164885
 def read_counts(
@@ -554,13 +603,14 @@ def _extract(extractor, path: Path) -> pd.DataFrame:
         warnings.simplefilter('always')
         try: ev = extractor.extract(raw_output(path))
         except (ValueError, TypeError) as e:                 # a bad record, named records[i]: name its file:line
-            if isinstance(e, InputError) or npz: raise
+            if isinstance(e, InputError): raise
+            if npz: raise InputError(f'{show_path(path)}: {first_line(e)}') from None
             msg = record_lines(first_line(e), path, read_text(path))
             if msg == first_line(e): raise
             raise InputError(msg) from None
     text = read_text(path) if caught and not npz else None
     for w in caught:
-        msg = str(w.message) if text is None else record_lines(str(w.message), path, text)
+        msg = f'{show_path(path)}: {w.message}' if npz else record_lines(str(w.message), path, text)
         warnings.warn_explicit(msg, w.category, w.filename, w.lineno)
     return ev
 
@@ -569,13 +619,14 @@ def load_input(
     threshold: float | None = None,  # keep events scoring at least this (None: score matrices the settings', else all)
     *,
     extractor=None,  # an extractor instance run over a raw output
+    strict_labels: bool = False,  # refuse an `.npz`'s gold tags outside its labels (an extractor has its own)
 ) -> pd.DataFrame:  # the events
     "Events from an events file, an `.npz` score matrix, a calibration_metric `.logits` file, or an extractor's output."
     if threshold is not None: threshold = check_threshold(threshold)
     path = check_file(path)
     suffix = path.suffix.lower()
     if extractor is not None: ev = _extract(extractor, path)
-    elif suffix in ('.npz', '.npy'): return read_scores(path, threshold=threshold)
+    elif suffix in ('.npz', '.npy'): return read_scores(path, threshold=threshold, strict_labels=strict_labels)
     elif suffix == '.logits' or (suffix in ('.jsonl', '.json') and _is_top_logits(path)):
         try: ev = read_calibration_metric_logits(path)
         except (ValueError, TypeError, KeyError) as e: raise InputError(f'{show_path(path)}: {first_line(e)}') from None
@@ -602,8 +653,8 @@ def load_scores(
         z = read_npz(path)
         missing = [k for k in ('scores', 'gold') if k not in z]
         if missing: raise InputError(f'{show_path(path)}: missing array(s) {missing}; found {sorted(z)}')
-        s, gold = z['scores'], z['gold']
-        labels = [str(v) for v in (z['labels'].tolist() if 'labels' in z else range(s.shape[1] if s.ndim == 2 else 0))]
+        s = z['scores']
+        gold, labels = _npz_names(path, z, s.shape[1] if s.ndim == 2 else 0)
     else:
         out = raw_output(path)
         if not isinstance(out, Mapping): raise ScoresNeededError(f'{show_path(path)} holds records, not arrays')
@@ -666,6 +717,7 @@ class InputPlan(NamedTuple):
     conformal: bool  # whether `fit` and `events` were checked to hold score matrices (`scores`)
     name: str  # the report's name after its input (`input_name`): its default folder is `<name>-calibration`
     paths: tuple  # every path the run reads (files, and the folders named): an output must neither be nor hold one
+    strict_labels: bool = False  # refuse a score matrix's gold tags outside its labels (`read_scores`)
 
     def read(self,
              reader=None,  # with `dask`: a function of a list of events files (`calibkit.dask.read_events`)
@@ -688,7 +740,8 @@ class InputPlan(NamedTuple):
 
     def _read(self, events) -> tuple:
         def one(spec, files):
-            if files is None: return load_input(spec, self.threshold, extractor=self.extractor)
+            if files is None:
+                return load_input(spec, self.threshold, extractor=self.extractor, strict_labels=self.strict_labels)
             ev = _concat_events(list(files))                   # their columns were checked by `plan`: once
             return ev if self.threshold is None else threshold_events(ev, self.threshold, spec)
         return (one(events, self.files), None if self.fit is None else one(self.fit, self.fit_files),
@@ -699,10 +752,14 @@ class InputPlan(NamedTuple):
         if not self.conformal: raise ValueError('scores needs a plan made with conformal=True')
         (pf, gf, lf), (pe, ge, le) = (load_scores(p, extractor=self.extractor) for p in (self.fit, self.events))
         if lf != le or pf.shape[1] != pe.shape[1]:
-            detail = f'({pf.shape[1]} and {pe.shape[1]} columns' + (')' if lf is None or le is None
-                                                                     else f'; {lf[:3]}… and {le[:3]}…)')
-            raise PlanError('labels', f'{show_path(self.fit)} and {show_path(self.events)} score different labels '
-                                      f'{detail}', detail)
+            f, e = show_path(self.fit), show_path(self.events)
+            detail = f'{f} has {pf.shape[1]} columns, {e} {pe.shape[1]}'
+            if lf is not None and le is not None:
+                i = next((i for i, (a, b) in enumerate(zip(lf, le)) if a != b), min(len(lf), len(le)))
+                said = lambda ls: repr(ls[i]) if i < len(ls) else 'none (its labels end)'
+                detail += f'; the first difference is label {i}: {said(lf)} in {f}, {said(le)} in {e}'
+            raise PlanError('labels', f'the fit and evaluated score matrices score different labels: {detail}; both '
+                                      'need the same labels in the same column order', detail)
         return (pf, gf), (pe, ge), le
 
 def plan(
@@ -715,9 +772,11 @@ def plan(
     extractor=None,  # an extractor instance run over raw outputs (single files)
     dask: bool = False,  # hand the events files to a reader out of core (`InputPlan.read(reader)`)
     conformal: bool = False,  # `fit` and `events` must hold score matrices too (`InputPlan.scores`)
+    strict_labels: bool = False,  # refuse a score matrix's gold tags outside its labels (`read_scores`)
 ) -> InputPlan:  # the checked inputs, to read
     "Every check of a report's inputs, in the order above, before a row is read: the `InputPlan` that reads them."
     dask, conformal = check_bool('dask', dask), check_bool('conformal', conformal)
+    strict_labels = check_bool('strict_labels', strict_labels)
     if threshold is not None: threshold = check_threshold(threshold)
     stdin = str(events) == '-'
     if fmt is not None:
@@ -748,7 +807,7 @@ def plan(
                               [*(fs or ()), *([Path(spec)] if fs is None or Path(spec).is_dir() else [])])
     paths = (*reads(events, files), *reads(fit, fit_files), *reads(counts, None))
     return InputPlan(events, fit, counts, files, fit_files, fmt, threshold, extractor, dask, conformal,
-                     input_name(events), tuple(paths))
+                     input_name(events), tuple(paths), strict_labels)
 
 # %% ../nbs/61_inputs.ipynb #in61d027
 def read_inputs(

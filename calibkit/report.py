@@ -21,10 +21,10 @@ from .plugins import make
 
 # %% auto #0
 __all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'REPORT_PX', 'PANEL_REASONS',
-           'stage_stats', 'bins_note', 'metric_rows', 'grouper_counts', 'recalibrated', 'group_metrics', 'stage_bands',
-           'stage_verdict', 'verdict_text', 'stage_significance', 'significance_text', 'reconcile_text',
-           'verdict_sentences', 'Report', 'stage_name', 'conformal_summary', 'calibration_report', 'dask_report',
-           'panel_groups', 'report_charts', 'metrics_wide']
+           'stage_stats', 'bins_note', 'metric_rows', 'grouper_counts', 'recalibrated', 'gold_outside_text',
+           'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text', 'stage_significance', 'significance_text',
+           'reconcile_text', 'verdict_sentences', 'Report', 'stage_name', 'conformal_summary', 'calibration_report',
+           'dask_report', 'panel_groups', 'report_charts', 'metrics_wide']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -175,6 +175,14 @@ def recalibrated(ev,  # the evaluated events
     with _events_of(names[0]): return recalibrator.transform(ev)
 
 # %% ../nbs/60_report.ipynb #2429ffb1
+def gold_outside_text(counts: dict,  # gold tag -> tokens, for tags outside the model's labels (`attrs['gold_outside']`)
+                      ) -> str:  # e.g. '20 gold tokens have tags the model cannot predict: GW (20)'
+    "The report's sentence on gold tags outside the model's labels, which count as its errors: how many, which."
+    named = ', '.join(f'{t} ({c:,})' for t, c in list(counts.items())[:10])
+    more = f', … ({len(counts)} tags in all)' if len(counts) > 10 else ''
+    n = sum(counts.values())
+    return f'{n:,} gold token{"s have tags" if n != 1 else " has a tag"} the model cannot predict: {named}{more}'
+
 def _summary(ev: pd.DataFrame, st) -> dict:
     "Events, accuracy and mean confidence (from the bin sums: no extra pass), labels, and the threshold's drops."
     out = dict(events=st.total, accuracy=float(st.sum_correct.sum() / st.total),
@@ -183,6 +191,7 @@ def _summary(ev: pd.DataFrame, st) -> dict:
     if 'files' in ev.attrs: out['files'] = len(ev.attrs['files'])        # read from several files
     for k in ('n_cells', 'n_dropped', 'threshold'):
         if k in ev.attrs: out[k] = ev.attrs[k]
+    if ev.attrs.get('gold_outside'): out['gold_outside'] = gold_outside_text(ev.attrs['gold_outside'])
     return out
 
 def _same_events(a, b) -> bool:
@@ -830,6 +839,7 @@ def _repr_html_(self: Report) -> str:
     e, head = html.escape, {s: i['name'] for s, i in self.stages.items()}
     parts = [f'<div class="calibkit-report"><h3>{e(self.meta["title"])}</h3>']
     parts += [f'<p><b>{e(head[s].capitalize())}.</b> {" ".join(map(e, self.verdict[s]))}</p>' for s in self.stages]
+    if 'gold_outside' in self.summary: parts.append(f'<p>{e(self.summary["gold_outside"])} (errors of the model).</p>')
     if 'change' in self.summary: parts.append(f'<p><b>Recalibration: {e(self.summary["change"]["text"])}.</b></p>')
     parts.append(metrics_wide(self.metrics).rename(columns=head).to_html(index=False, border=0))
     if self.warnings: parts += ['<p>Warnings:</p><ul>', *(f'<li>{e(w)}</li>' for w in self.warnings), '</ul>']

@@ -108,9 +108,10 @@ def test_scores_share_labels_or_say_which_differ(files):
     (pf, gf), (pe, ge), labels = plan(files/'m4.npz', files/'m4.npz', conformal=True).scores()
     assert pf.shape == pe.shape == (30, 4) and labels == list('abcd') and (gf == ge).all()
     with pytest.raises(PlanError) as e: plan(files/'m4.npz', files/'m3.npz', conformal=True).scores()
-    detail = "(3 and 4 columns; ['0', '1', '2']… and ['a', 'b', 'c']…)"
+    detail = f"{files}/m3.npz has 3 columns, {files}/m4.npz 4; the first difference is label 0: '0' in {files}/m3.npz, 'a' in {files}/m4.npz"
     assert e.value.reason == 'labels' and e.value.detail == detail
-    assert str(e.value) == f'{files}/m3.npz and {files}/m4.npz score different labels {detail}'
+    assert str(e.value) == (f'the fit and evaluated score matrices score different labels: {detail}; both need the same '
+                            'labels in the same column order')
 
 
 def test_a_threshold_error_on_stdin_keeps_its_type_and_attributes(monkeypatch):
@@ -138,7 +139,8 @@ def test_cli_names_stdin_and_its_flag_for_a_threshold_error(monkeypatch, capsys)
     (['runs', '--extractor', 'softmax', '--extractor-param', 'kind=logits'], 2,
      '--extractor reads one raw output file: not with a folder, a glob or --dask'),
     (['m4.npz', '--fit', 'm3.npz', '--conformal', '0.1'], 65,
-     "--fit and INPUT score different labels (3 and 4 columns; ['0', '1', '2']… and ['a', 'b', 'c']…)"),
+     "--fit and INPUT score different labels: m3.npz has 3 columns, m4.npz 4; the first difference is label 0: '0' in "
+     "m3.npz, 'a' in m4.npz; save both with the same labels in the same column order"),
 ])
 def test_cli_words_each_plan_error_with_its_flags(files, monkeypatch, capsys, argv, code, line):
     monkeypatch.chdir(files)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Mapping
 import numpy as np, pandas as pd
 from ..config import default
-from ..events import (count_true, label_column, numeric_array, check_choice, check_conf, check_int, check_probs,
-                             check_scores, events_from_scores, top_label_events)
+from ..events import (check_bool, count_true, label_column, numeric_array, check_choice, check_conf, check_int,
+                             check_probs, check_scores, events_from_scores, top_label_events)
 from .base import Extractor
 
 # %% auto #0
@@ -259,13 +259,16 @@ def tagger_events(
     tag=None,  # the query tag (a column id, or a name with `labels`); for events='query' only
     threshold=None,  # lowest score of a marginal event (default: the settings' threshold, 0.01); 'marginal' only
     labels=None,  # the K tag names in column order
+    strict_labels: bool = False,  # refuse gold tags outside `labels` ('marginal', 'top'; default: errors of the model)
 ) -> pd.DataFrame:  # events `item` (`pos` for sentences), `label`, `kind`, `conf`, `correct`
     """Events of per-token score rows: `marginal` (cells ≥ threshold; Kranzlein et al. 2021), `top` (argmax) or
     `query` (is it `tag`? Nguyen, thesis §4.2)."""
     _check_events(events, tag, threshold)
     s, g, item, pos = _flatten(scores, gold)
-    if events == 'marginal': ev = events_from_scores(s, g, threshold=default('threshold', threshold), labels=labels)
-    elif events == 'top': ev = top_label_events(s, g, labels=labels)
+    if events == 'marginal':
+        ev = events_from_scores(s, g, threshold=default('threshold', threshold), labels=labels,
+                                strict_labels=strict_labels)
+    elif events == 'top': ev = top_label_events(s, g, labels=labels, strict_labels=strict_labels)
     else: ev = query_events(s, g, tag, labels=labels)
     if item is not None:
         rows = ev['item'].to_numpy()
@@ -298,9 +301,11 @@ class TaggerExtractor(Extractor):
                  events: str = 'marginal',  # 'marginal', 'top' or 'query' events (see `tagger_events`)
                  tag=None,  # the query tag, for events='query' only
                  threshold=None,  # lowest score of a marginal event (default: the settings' threshold)
+                 strict_labels: bool = False,  # refuse gold tags outside the labels (default: errors of the model)
                 ):
         _check_events(events, tag, threshold)
         self.events, self.tag, self.threshold = events, tag, threshold
+        self.strict_labels = check_bool('strict_labels', strict_labels)
 
     def scores(self,
                output,  # the model's output: a matrix, or a list of them, one per sentence
@@ -332,7 +337,8 @@ class TaggerExtractor(Extractor):
             kw = a
         elif gold is None: raise TypeError(f'extractor {self.name!r}: extract needs gold (the gold tag per token)')
         rows, labels = self.scores(output, labels, **kw)
-        return tagger_events(rows, gold, events=self.events, tag=self.tag, threshold=self.threshold, labels=labels)
+        return tagger_events(rows, gold, events=self.events, tag=self.tag, threshold=self.threshold, labels=labels,
+                             strict_labels=self.strict_labels)
 
 # %% ../../nbs/11_extract_taggers.ipynb #afa838d4
 class SoftmaxExtractor(TaggerExtractor):
@@ -349,9 +355,10 @@ class SoftmaxExtractor(TaggerExtractor):
                  tag=None,  # the query tag, for events='query' only
                  threshold=None,  # lowest score of a marginal event (default: the settings' threshold)
                  atol: float = 1e-5,  # how far a row's sum may be from 1 (kind='probs')
+                 strict_labels: bool = False,  # refuse gold tags outside the labels (default: errors of the model)
                 ):
         check_choice('kind', kind, ('probs', 'logits'))
-        super().__init__(events, tag, threshold)
+        super().__init__(events, tag, threshold, strict_labels)
         self.kind, self.atol = kind, atol
 
     def _rows(self, x, name):

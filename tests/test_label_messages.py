@@ -1,0 +1,72 @@
+"""Issue 38: messages about labels and gold say where and what: label lists that differ name the first difference,
+bad gold ids are counted exactly with their values and first positions, bytes labels are decoded (undecodable ones
+refused naming the file), and a pretty-printed JSON object is called what it is. Each names the file and says what
+to do."""
+import json, warnings
+import numpy as np, pandas as pd, pytest
+from calibkit.inputs import InputError, PlanError, plan, read_events, read_scores
+from calibkit.report import calibration_report
+from calibkit.render import report_html
+from clidata import calibkit_here
+
+P = np.random.default_rng(0).dirichlet(np.ones(4), 300)
+
+
+def test_label_lists_that_differ_after_the_third_name_the_first_difference(tmp_path):
+    np.savez(tmp_path/'fit.npz', scores=P, gold=P.argmax(1), labels=np.array(['A', 'B', 'C', 'D']))
+    np.savez(tmp_path/'ev.npz', scores=P, gold=P.argmax(1), labels=np.array(['A', 'B', 'C', 'X']))
+    with pytest.raises(PlanError) as e: plan(tmp_path/'ev.npz', tmp_path/'fit.npz', conformal=True).scores()
+    assert e.value.detail == (f"{tmp_path}/fit.npz has 4 columns, {tmp_path}/ev.npz 4; the first difference is label 3: "
+                              f"'D' in {tmp_path}/fit.npz, 'X' in {tmp_path}/ev.npz")
+    assert str(e.value).endswith('both need the same labels in the same column order')
+
+
+def test_one_non_integer_gold_id_is_counted_alone_with_its_position(tmp_path):
+    g = P.argmax(1).astype(float)
+    g[17] = 1.5
+    for name, gold in (('ids.npz', g), ('text.npz', g.astype(str))):   # gold saved as numbers or as their text
+        np.savez(tmp_path/name, scores=P, gold=gold)
+        with pytest.raises(InputError) as e: read_scores(tmp_path/name)
+        assert str(e.value) == (f'{tmp_path}/{name}: gold: 1 of 300 values are not whole numbers: 1.5 (1, first at '
+                                'gold[17]); label ids are integers in [0, 4)')
+    g = P.argmax(1)
+    g[[4, 9, 30]] = [7, -1, 7]
+    np.savez(tmp_path/'range.npz', scores=P, gold=g)
+    with pytest.raises(InputError) as e: read_scores(tmp_path/'range.npz')
+    assert str(e.value) == (f'{tmp_path}/range.npz: gold: 3 of 300 ids are outside [0, 4): 7 (2, first at gold[4]), '
+                            '-1 (1, first at gold[9])')
+    np.savez(tmp_path/'names.npz', scores=P, gold=np.array(['N'] * 300))
+    with pytest.raises(InputError, match="names.npz: gold holds tag names \\(e.g. 'N'\\) but the file has no labels "
+                                         'array naming the 4 score columns: save labels'):
+        read_scores(tmp_path/'names.npz')
+
+
+def test_bytes_labels_are_decoded_everywhere_a_report_shows_them(tmp_path, capsys):
+    tags = ['NOUN', 'VERB', 'ADJ', 'DET']
+    gold = np.array(tags)[P.argmax(1)]
+    np.savez(tmp_path/'b.npz', scores=P, gold=gold.astype('S'), labels=np.array(tags, dtype='S'))
+    ev = read_scores(tmp_path/'b.npz')
+    assert sorted(ev.label.astype(str).unique()) == sorted(tags) and set(ev.attrs['gold_counts']) == set(tags)
+    assert ev.correct.sum() == 300                                      # bytes gold matched the decoded labels
+    r = calibration_report(ev, grouper='per_class', n_samples=20)
+    assert "b'" not in r.to_json() and "b'" not in r.groups.to_csv() and "b'" not in report_html(r)
+    assert 'NOUN' in r.groups.to_csv()
+    np.savez(tmp_path/'bad.npz', scores=P, gold=gold, labels=np.array([b'NOUN', b'VERB', b'\xffADJ', b'DET']))
+    with pytest.raises(InputError) as e: read_scores(tmp_path/'bad.npz')
+    assert str(e.value) == (f"{tmp_path}/bad.npz: array 'labels': value 2 (b'\\xffADJ') is bytes that are not UTF-8 "
+                            'text; save the names as text (str), or as UTF-8 bytes')
+
+
+def test_a_pretty_printed_json_object_is_called_what_it_is(tmp_path, capsys):
+    p = tmp_path/'response.json'
+    p.write_text(json.dumps({'id': 'r1', 'choices': [{'logprobs': None}], 'model': 'm'}, indent=2))
+    with pytest.raises(InputError) as e: read_events(p)
+    assert str(e.value) == (f"{p}: one pretty-printed JSON object over 9 lines (keys ['id', 'choices', 'model']), not "
+                            'JSON Lines: write one object per line (json.dumps without indent), events like '
+                            '{"conf": 0.9, "correct": 1}, or a model\'s responses one per line for its extractor')
+    assert 'column-oriented' not in str(e.value)
+    cols = tmp_path/'cols.json'                                       # a true object of lists is still named so
+    cols.write_text(json.dumps({'conf': [0.9, 0.2], 'correct': [1, 0]}, indent=1))
+    with pytest.raises(InputError, match='column-oriented JSON'): read_events(cols)
+    r = calibkit_here(capsys, 'report', str(p), '--json')
+    assert r.returncode == 65 and 'response.json: one pretty-printed JSON object over 9 lines' in r.stderr
