@@ -79,10 +79,10 @@ def test_saved_scores_and_bad_input():
     rows = np.array([[.7, .3], [.2, .8], [.6, .4]])
     saved = dict(scores=rows, gold=np.array(['A', 'A', 'B']), labels=np.array(['A', 'B']), lengths=np.array([2, 1]))
     top = SpacyExtractor(events='top').extract(saved)
-    assert top[['item', 'pos']].values.tolist() == [[0, 0], [0, 1], [1, 0]] and top.correct.tolist() == [1, 0, 1]
+    assert top[['item', 'pos']].values.tolist() == [[0, 0], [0, 1], [1, 0]] and top.correct.tolist() == [1, 0, 0]
     pd.testing.assert_frame_equal(top, calibkit.extractor('softmax', events='top').extract(saved))
     with pytest.raises(ValueError, match='not among labels: C'): SpacyExtractor().extract({**saved, 'gold': np.array(['A', 'C', 'B'])})
-    with pytest.raises(ValueError, match='rows do not sum to 1'): SpacyExtractor().extract({**saved, 'scores': rows * 2})
+    with pytest.raises(ValueError, match='rows do not sum to 1'): SpacyExtractor().extract({**saved, 'scores': rows * .5})
     with pytest.raises(TypeError, match='needs nlp= to tag sentences'): SpacyExtractor().extract([['a']], [['A']])
     with pytest.raises(TypeError, match='component must be a component name'): SpacyExtractor(component=3)
     with pytest.raises(ValueError, match='batch_size'): SpacyExtractor(batch_size=0)

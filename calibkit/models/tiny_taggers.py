@@ -6,6 +6,7 @@
 from __future__ import annotations
 from typing import NamedTuple
 import random
+from collections import Counter
 import numpy as np
 from ..config import default
 from ..events import check_choice, check_int
@@ -91,16 +92,21 @@ def tiny_bert_tagger(
     "A small BERT token classifier and its WordPiece tokenizer, both built here, trained on the first piece of words."
     from calibkit.config import require
     torch = require('torch', 'hf', 'tiny_bert_tagger')
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import BertConfig, BertForTokenClassification, PreTrainedTokenizerFast
     words = check_sentences(words, 'words')
     tags = _check_tags(words, tags, 'tags')
     seed = check_int('seed', default('seed', seed), 0)
-    wp = Tokenizer(models.WordPiece(unk_token='[UNK]'))
-    wp.normalizer, wp.pre_tokenizer = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
-    wp.train_from_iterator([' '.join(s) for s in words], trainers.WordPieceTrainer(
-        vocab_size=check_int('vocab_size', vocab_size, len(SPECIALS) + 1), special_tokens=list(SPECIALS),
-        show_progress=False))
+    norm, pre = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
+    counts = Counter(p for s in words for w in s for p, _ in pre.pre_tokenize_str(norm.normalize_str(w)))
+    chars = sorted({c for w in counts for c in w})
+    # a deterministic vocabulary (the WordPiece trainer breaks ties in hash order): the characters, alone and as
+    # continuations, then the most frequent words; a rarer word is split into pieces (greedy longest match)
+    vocab = [*SPECIALS, *chars, *(f'##{c}' for c in chars)]
+    vocab += [w for w, _ in sorted(counts.items(), key=lambda x: (-x[1], x[0])) if w not in set(vocab)]
+    vocab = vocab[:check_int('vocab_size', vocab_size, len(SPECIALS) + 1)]
+    wp = Tokenizer(models.WordPiece({p: i for i, p in enumerate(vocab)}, unk_token='[UNK]'))
+    wp.normalizer, wp.pre_tokenizer = norm, pre
     wp.post_processor = processors.TemplateProcessing(single='[CLS] $A [SEP]', special_tokens=[('[CLS]', 2), ('[SEP]', 3)])
     tok = PreTrainedTokenizerFast(tokenizer_object=wp, unk_token='[UNK]', pad_token='[PAD]', cls_token='[CLS]',
                                   sep_token='[SEP]', model_max_length=max_pieces)
