@@ -232,6 +232,17 @@ RECIPES['generation_ewt'] = Recipe(
     what="tutorial 95's GRU encoder-decoder (hidden 64) on UD EWT: greedy generations of the held-out and test pairs "
          'with top-5 log-probabilities per step (nbs/95_tutorial_generation)')
 
+# %% ../nbs/68_artifacts.ipynb #0bee1c3b
+# tolerances: generous bounds until measured across processors (bench/artifact_drift.py); the outputs are float32
+RECIPES['hf_tiny_upos'] = Recipe(
+    'calibkit.models.tiny_taggers:hf_tiny_upos', seed=0, rtol=1e-4, atol=1e-5, mismatch=0.0,
+    what='a tiny BERT token classifier (WordPiece vocabulary and model built here) trained on UD EWT UPOS: held-out '
+         'piece logits and word ids (nbs/11b_extract_hf)')
+RECIPES['spacy_tiny_ewt'] = Recipe(
+    'calibkit.models.tiny_taggers:spacy_tiny_ewt', seed=0, rtol=1e-4, atol=1e-5, mismatch=0.0,
+    what='a blank English spaCy pipeline (tagger, morphologizer) trained on UD EWT XPOS and morphology: held-out '
+         'probabilities (nbs/11c_extract_spacy)')
+
 # %% ../nbs/68_artifacts.ipynb #3e4a686b
 from .config import public_dir
 __dir__ = public_dir(globals())   # dir(module) lists its __all__

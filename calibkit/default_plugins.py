@@ -12,6 +12,8 @@ __all__ = ['register_extractors', 'register_groupers', 'register_recalibrators']
 # %% ../nbs/19_default_plugins.ipynb #a3a1015d
 from .extractors.taggers import SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor
 from .extractors.seq2seq import Seq2SeqExtractor
+from .extractors.hf_tokens import HFTokenExtractor
+from .extractors.spacy_pipeline import SpacyExtractor
 from .extractors.coref import CorefMCExtractor
 from .extractors.llm import OpenAILogprobsExtractor, PTrueExtractor, VerbalizedConfidenceExtractor
 
@@ -20,8 +22,8 @@ def register_extractors(
     register,  # the registry's callback: `register(cls)` adds one extractor class
 ) -> None:
     "Register calibkit's built-in extractors (the `register_extractors` hook)."
-    for cls in (SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor, Seq2SeqExtractor, CorefMCExtractor,
-                OpenAILogprobsExtractor, VerbalizedConfidenceExtractor, PTrueExtractor):
+    for cls in (SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor, Seq2SeqExtractor, HFTokenExtractor,
+                SpacyExtractor, CorefMCExtractor, OpenAILogprobsExtractor, VerbalizedConfidenceExtractor, PTrueExtractor):
         register(cls)
 
 # %% ../nbs/19_default_plugins.ipynb #fc75e667

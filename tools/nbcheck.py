@@ -30,7 +30,8 @@ NB_SECONDS = {
     '18_extractor_base': 10, '20_groupers': 10, '09_torchmetric': 10, '19_default_plugins': 8, '00_config': 7,
     '04_diagnostics': 7, '06_selective': 7, '53_data_ud': 7, '64_main': 7, '51_data_coref': 6, '61_inputs': 5,
     '03_metrics': 4, '65_outdir': 4, '02_binning': 3, '52_data_bundled': 3, '66_tutorial_output': 3,
-    '50_data_conll': 2, '67_render': 47}
+    '50_data_conll': 2, '67_render': 47,
+    '11b_extract_hf': 34, '11c_extract_spacy': 27, '12b_models_tiny_taggers': 52}
 # what the study and tutorial notebooks write besides themselves (committed: the README and the docs show it); a
 # check leaves it as it found it, so that on another processor it does not rewrite tracked files with other digits.
 # The tutorials write there because the runs here name it as their output root (calibkit.tutorials.OUT_ENV).
