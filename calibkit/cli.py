@@ -14,8 +14,8 @@ _all_ = ['BINNINGS', 'FORMATS', 'first_line']   # calibkit.config's, the one def
 __all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_SOFTWARE', 'EX_CANTCREAT', 'EXIT_CODES', 'PARAM_FLAGS',
            'MAX_SAMPLES', 'CONFORMAL_NEEDS', 'PLAN_WORDS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'CLIError', 'failing_as',
            'output_error', 'flag_words', 'int_flag', 'float_flag', 'threshold_flag', 'param_flag', 'input_error',
-           'dask_cluster', 'cmd_report', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser', 'parser',
-           'main', 'BINNINGS', 'FORMATS', 'first_line']
+           'dask_cluster', 'reading', 'cmd_report', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser',
+           'parser', 'main', 'BINNINGS', 'FORMATS', 'first_line']
 
 # %% ../nbs/62_cli.ipynb #52c6fcf9
 EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_SOFTWARE, EX_CANTCREAT = 2, 65, 66, 69, 70, 73
@@ -147,7 +147,9 @@ def input_error(e: Exception,  # an error of `calibkit.inputs` (an `InputError`)
     return CLIError(EX_DATAERR, first_line(e))
 
 # %% ../nbs/62_cli.ipynb #ef38d416
-DASK_LOCAL = dict(dashboard_address=':0', silence_logs=logging.ERROR)   # the --dask LocalCluster (tests: processes=0)
+# the --dask LocalCluster (tests: processes=0); its workers' logs silenced: a failed task is calibkit's one line, not a
+# worker's traceback
+DASK_LOCAL = dict(dashboard_address=':0', silence_logs=logging.CRITICAL)
 DASK_TIMEOUT = '10s'   # how long `--dask ADDRESS` waits for the scheduler
 
 @contextlib.contextmanager
@@ -165,6 +167,16 @@ def dask_cluster(address: str | None,  # None: no cluster; '' (--dask alone): a 
     except (OSError, TimeoutError, ValueError) as e:
         raise CLIError(EX_UNAVAILABLE, f'--dask {address}: no dask scheduler answers ({first_line(e)})') from None
     with client: yield client
+
+@contextlib.contextmanager
+def reading(inp):  # the plan (`calibkit.inputs.plan`) whose files may still be read
+    """Where the inputs are read while the report is computed (`--dask`: partition by partition), their faults are
+    input errors naming the files: one removed during the run exits 66, one that cannot be read (a corrupt Parquet page)
+    65, and never 73, which is the output's status."""
+    try: yield
+    except OSError as e:
+        from calibkit.inputs import unreadable
+        raise unreadable(e.filename or ', '.join(map(str, inp.paths)), 'its events', e) from None
 
 # %% ../nbs/62_cli.ipynb #e053c9d9
 def _takers(kind: str, keys: list) -> str:
@@ -258,11 +270,11 @@ def _report(args, inp, grouper, recal) -> int:
     from calibkit.report import calibration_report
     steps = progress(total=3, desc='calibkit report', unit='step')
     if inp.dask: import calibkit.dask as cd          # lazy: dask, an extra, only with --dask
-    ev, fit, counts = inp.read(cd.read_events if inp.dask else None)
+    with reading(inp): ev, fit, counts = inp.read(cd.read_events if inp.dask else None)
     conformal = _conformal(args, inp)
     steps.update()
     with _out(args, inp) as out:                       # claimed until written: another run on it is refused (73)
-        with failing_as(EX_DATAERR):                   # a plugin's failure is a PluginError: main exits 70 naming it
+        with reading(inp), failing_as(EX_DATAERR):     # a plugin's failure is a PluginError: main exits 70 naming it
             rep = calibration_report(ev, fit=fit, counts=counts, grouper=grouper, n_groups=args.n_groups,
                                      recalibrator=recal, n_bins=args.n_bins, bin_size=args.bin_size,
                                      binning=args.binning, level=args.level, n_samples=args.n_samples, seed=args.seed,

@@ -133,11 +133,14 @@ def decode_utf8(
                     f'(save the file as UTF-8)') from None
 
 # %% ../nbs/00_config.ipynb #c0a1b2d2
+_CONTROL = {i: f'\\x{i:02x}' for i in (*range(32), *range(127, 160))}   # C0, DEL and C1: escaped, never sent
+
 def first_line(
     e: BaseException,  # an exception
 ) -> str:  # the first line of its message, or its type's name when the message is empty
-    "The first line of `e`'s message (its type's name when it has none): what a one-line error shows."
-    return (str(e).splitlines() or [type(e).__name__])[0]
+    """The first line of `e`'s message (its type's name when it has none): what a one-line error shows. Control
+    characters in it (which a hostile file can put in a library's message: a terminal would act on them) are escaped."""
+    return (str(e).splitlines() or [type(e).__name__])[0].translate(_CONTROL)
 
 # %% ../nbs/00_config.ipynb #2efc6c4b
 def progress(iterable=None,          # what to iterate over (tqdm's first argument)

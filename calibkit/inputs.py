@@ -15,11 +15,11 @@ from .extractors.seq2seq import read_calibration_metric_logits
 
 # %% auto #0
 __all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'SCORE_INPUTS', 'GLOB_CHARS', 'PLAN_REASONS', 'show_path', 'InputError',
-           'NoInputError', 'ThresholdError', 'LogitsError', 'ScoresNeededError', 'check_file', 'read_text',
-           'jsonl_records', 'read_events', 'record_lines', 'read_npz', 'read_scores', 'read_counts', 'event_files',
-           'file_columns', 'check_schemas', 'read_event_files', 'read_stdin', 'is_many', 'input_name', 'raw_output',
-           'threshold_events', 'load_input', 'load_scores', 'dataset_files', 'PlanError', 'InputPlan', 'plan',
-           'read_inputs', 'FORMATS']
+           'NoInputError', 'ThresholdError', 'LogitsError', 'ScoresNeededError', 'check_file', 'unreadable',
+           'read_text', 'jsonl_records', 'read_events', 'record_lines', 'read_npz', 'read_scores', 'read_counts',
+           'event_files', 'file_columns', 'check_schemas', 'read_event_files', 'read_stdin', 'is_many', 'input_name',
+           'raw_output', 'threshold_events', 'load_input', 'load_scores', 'dataset_files', 'PlanError', 'InputPlan',
+           'plan', 'read_inputs', 'FORMATS']
 
 # %% ../nbs/61_inputs.ipynb #in61c001
 EVENT_SUFFIXES = {'.csv': 'csv', '.tsv': 'csv', '.parquet': 'parquet', '.pq': 'parquet',
@@ -89,6 +89,15 @@ def check_file(path,  # the name of an input file
             else 'a device' if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else 'a socket')
     raise NoInputError(f'{show_path(path)}: is {what}, not a regular file; calibkit reads an input file more than once '
                        f'(to name the line of a bad value): save the data to a file first')
+
+def unreadable(path,  # an input file that `check_file` accepted
+               what: str,  # what it was being read as, e.g. 'as csv', 'its columns'
+               e: Exception,  # why it could not be
+               ) -> InputError:  # the error to raise
+    """The error for a file that could not be read: a `NoInputError` (the CLI's 66) when it was removed after it was
+    found (a file deleted during a run is missing input, not bad data), else an `InputError` with the reader's reason."""
+    if isinstance(e, FileNotFoundError): return NoInputError(f'{show_path(path)}: removed during the run')
+    return InputError(f'{show_path(path)}: cannot read {what}: {first_line(e).strip()}')
 
 # %% ../nbs/61_inputs.ipynb #c78162af
 def read_text(
@@ -297,7 +306,7 @@ def read_events(
     try: df = read(path)
     except (InputError, ImportError): raise
     except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as e:
-        raise InputError(f'{show_path(path)}: cannot read as {kind}: {str(e).strip().splitlines()[0]}') from None
+        raise unreadable(path, f'as {kind}', e) from None
     return _check_frame(df, path, kind)
 
 # %% ../nbs/61_inputs.ipynb #2d248972
@@ -347,7 +356,7 @@ def read_npz(
             return {k: _utf8_array(path, k, a) for k, a in out.items()}
     except InputError: raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise InputError(f'{show_path(path)}: cannot read as .npz: {e}') from None
+        raise unreadable(path, 'as .npz', e) from None
 
 # %% ../nbs/61_inputs.ipynb #in61c013
 @contextlib.contextmanager
@@ -494,7 +503,7 @@ def file_columns(path,  # an events file
         return list(json.loads(first, object_pairs_hook=_object)) if first.strip().startswith('{') else []
     except ImportError: raise
     except (OSError, ValueError, UnicodeDecodeError, csv.Error) as e:
-        raise InputError(f'{show_path(path)}: cannot read its columns: {str(e).strip().splitlines()[0]}') from None
+        raise unreadable(path, 'its columns', e) from None
 
 # %% ../nbs/61_inputs.ipynb #in61c015
 def check_schemas(files,  # events files (`event_files`)
@@ -503,8 +512,10 @@ def check_schemas(files,  # events files (`event_files`)
     files = list(files)
     if not files: raise NoInputError('no events files')
     cols = file_columns(files[0])
+    _check_unique(files[0], cols)                     # a Parquet file may repeat a name (pandas would rename it)
     for p in files[1:]:
         other = file_columns(p)
+        _check_unique(p, other)
         if set(other) != set(cols):
             raise InputError(f'{show_path(p)}: columns {other} differ from {show_path(files[0].name)}\'s {cols}: '
                              'the files of one dataset must have the same columns')

@@ -42,8 +42,7 @@ def data(tmp_path_factory):
 @pytest.fixture
 def local(monkeypatch):
     "`--dask` starts a threaded LocalCluster in this process (fast to start)."
-    monkeypatch.setattr(cli, 'DASK_LOCAL', dict(processes=False, n_workers=1, threads_per_worker=2,
-                                                dashboard_address=':0', silence_logs=logging.ERROR))
+    monkeypatch.setattr(cli, 'DASK_LOCAL', {**cli.DASK_LOCAL, **dict(processes=False, n_workers=1, threads_per_worker=2)})
 
 
 def run(*argv, capsys) -> dict:
@@ -191,3 +190,25 @@ def test_unreachable_scheduler_exits_69(data, monkeypatch, capsys):
     assert cli.main(['report', str(d/'test'), '--dask', 'tcp://127.0.0.1:9', '--json', '--quiet']) == cli.EX_UNAVAILABLE
     err = capsys.readouterr().err
     assert err.startswith('calibkit: error: --dask tcp://127.0.0.1:9: no dask scheduler answers') and err.count('\n') == 1
+
+
+def test_input_faults_found_while_computing_are_the_inputs(tmp_path, local, capsys):
+    """Under --dask the files are read while the report is computed: a corrupt Parquet page exits 65 naming the file
+    (not 73, the output's status; the reader's control characters escaped), a repeated column name 65 naming it."""
+    rng = np.random.default_rng(3)
+    q = rng.uniform(size=2000)
+    df = pd.DataFrame(dict(conf=q, correct=(rng.random(2000) < q).astype(int)))
+    df.to_parquet(tmp_path/'ok.parquet', index=False)
+    raw = bytearray((tmp_path/'ok.parquet').read_bytes())
+    raw[4:30] = b'\xff' * 26                              # the first page header: unreadable, the footer intact
+    (tmp_path/'corrupt.parquet').write_bytes(bytes(raw))
+    here = lambda name: calibkit_here(capsys, 'report', tmp_path/name, '--dask', '--json', '--out', tmp_path/'out')
+    line = one_line(here('corrupt.parquet'), 65)
+    assert line.startswith(f'{tmp_path/"corrupt.parquet"}: cannot read its events: Couldn\'t deserialize'), line
+    assert not any(ord(ch) < 32 for ch in line), repr(line)
+    import pyarrow as pa, pyarrow.parquet as pq
+    pq.write_table(pa.table([pa.array(q), df.correct.to_numpy(), pa.array(q)], names=['conf', 'correct', 'conf']),
+                   tmp_path/'dup.parquet')
+    assert one_line(here('dup.parquet'), 65) == \
+        f"{tmp_path/'dup.parquet'}: column(s) ['conf'] appear more than once; keep one of each"
+    assert not (tmp_path/'out').exists()

@@ -1,7 +1,7 @@
 """calibkit.render: the HTML page and the report folder, apart from the analysis. The report module names no file of
 the folder and imports neither render nor outdir; render takes the verdict's sentences from the report as they are and
 imports no text-making function back from it."""
-import ast, dataclasses, html, re, warnings
+import ast, dataclasses, html, json, re, warnings
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
 import calibkit as ck
@@ -79,3 +79,27 @@ def test_report_names_no_file_and_imports_neither_render_nor_outdir():
     strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     assert not [s for s in strings if s in REPORT_FILES or s.endswith(('.csv', '.html', '.svg'))]
     assert not [s for s in strings if s.startswith('--')]
+
+
+def test_labels_that_a_spreadsheet_would_evaluate_stay_exact_data_and_are_never_live(tmp_path):
+    """groups.csv keeps labels exactly (they read back into pandas unchanged: `-LRB-` and `@` are real tags); the page
+    escapes them and no file of the folder holds a live element made from a label (issue 38)."""
+    labels = ['=HYPERLINK("http://x","y")', '-LRB-', '@', '+1', '<script>alert(1)</script>']
+    rng = np.random.default_rng(5)
+    q = rng.beta(2, 2, 4000)
+    ev = pd.DataFrame(dict(conf=q, correct=(rng.random(4000) < q).astype(int), label=rng.choice(labels, 4000)))
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        r = calibration_report(ev, grouper='per_class', n_samples=20)
+    save_report(r, tmp_path/'r')
+    back = pd.read_csv(tmp_path/'r'/'groups.csv', keep_default_na=False, dtype=str)
+    col = next(c for c in back.columns if back[c].isin(labels).any())
+    assert sorted(back[col]) == sorted(labels)
+    page = (tmp_path/'r'/'report.html').read_text(encoding='utf-8')
+    assert '<script>alert(1)</script>' not in page and html.escape('<script>alert(1)</script>') in page
+    for f in (tmp_path/'r').iterdir():             # pages and charts: no script, handler or link a label made
+        if f.suffix in ('.html', '.svg'):
+            text = f.read_text(encoding='utf-8')
+            assert not re.search(r'<script|javascript:|\son[a-z]+\s*=|<a\s[^>]*href', text, re.I), f.name
+    m = json.loads((tmp_path/'r'/'metrics.json').read_text(encoding='utf-8'))   # data: the labels as strings, exact
+    assert set(labels) == {g['members'] for g in m['groups']}, m['groups'][:2]        # per_class: one each
