@@ -4,7 +4,14 @@ plugins that raise or print at import breaking only themselves."""
 import json, os, textwrap
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
-from clidata import calibkit
+from clidata import calibkit, calibkit_here
+
+
+def here(*args):
+    """`calibkit *args` in this process (`calibkit_here`): a `calibkit` process spends seconds importing numpy, pandas,
+    scikit-learn and Altair; the tests where the process is the point (installed plugins, the working directory, a
+    closed standard input) run the real command."""
+    return calibkit_here(None, *args)
 
 
 @pytest.fixture(scope='module')
@@ -28,7 +35,7 @@ def test_row_with_extra_fields_is_an_error_with_its_line(tmp_path):
     "S1: the columns were shifted by one and the run exited 0 with mean conf 0.667."
     p = tmp_path/'s.csv'
     p.write_text('conf,correct\n0.9,1,0\n0.3,0,1\n0.6,1,1\n')
-    assert one_line(calibkit('report', p, '--json'), 65).startswith(f'{p}: line 2: 3 fields, but the header names 2')
+    assert one_line(here('report', p, '--json'), 65).startswith(f'{p}: line 2: 3 fields, but the header names 2')
 
 
 
@@ -38,14 +45,14 @@ def test_extractor_names_a_bad_record_by_file_and_line(tmp_path):
     good = {'top_logits': [[2.0, 0.5]], 'top_logit_idxs': [[0, 1]], 'labels': [0]}
     no_labels = {'top_logits': [[1.0, 0.5]], 'top_logit_idxs': [[0, 1]]}
     p.write_text(json.dumps(good) + '\n\n' + json.dumps(no_labels) + '\n')
-    msg = one_line(calibkit('report', p, '--extractor', 'seq2seq', '--json'), 65)
+    msg = one_line(here('report', p, '--extractor', 'seq2seq', '--json'), 65)
     assert msg == f"{p}:3 lacks key(s) ['labels']", msg
 
 @pytest.mark.parametrize('text, line', [('conf,correct\n0.5,1\n\n\nbad,0\n', 5), ('conf,correct,l\n0.5,1,"a\nb"\nbad,0,x\n', 4)])
 def test_true_line_at_the_command_line(tmp_path, text, line):
     p = tmp_path/'e.csv'
     p.write_text(text)
-    assert one_line(calibkit('report', p, '--json'), 65) == f"{p}: column 'conf', line {line}: 'bad' is not a number"
+    assert one_line(here('report', p, '--json'), 65) == f"{p}: column 'conf', line {line}: 'bad' is not a number"
 
 
 @pytest.mark.parametrize('args, says', [
@@ -65,7 +72,7 @@ def test_true_line_at_the_command_line(tmp_path, text, line):
 ])
 def test_flags_that_configure_nothing_or_too_much_are_usage_errors(data, tmp_path, args, says):
     "S2/E3/E4: before anything is read or allocated; no output folder appears."
-    r = calibkit('report', data/'test.csv', *args, '--out', tmp_path/'r')
+    r = here('report', data/'test.csv', *args, '--out', tmp_path/'r')
     assert says in one_line(r, 2) and not (tmp_path/'r').exists()
 
 
@@ -76,10 +83,10 @@ def test_logits_are_refused_with_the_flags_that_read_them(tmp_path):
     p = tmp_path/'logits.npz'
     np.savez(p, scores=logits, gold=tags[rng.integers(0, 4, 400)], labels=tags)
     out = ((logits < 0) | (logits > 1)).sum()
-    assert one_line(calibkit('report', p, '--json'), 65) == (
+    assert one_line(here('report', p, '--json'), 65) == (
         f'{p}: scores: {out} of 1600 values are outside [0, 1] (min {logits.min():g}, max {logits.max():g}): probabilities '
         'were expected; if they are logits, read them with --extractor softmax --extractor-param kind=logits')
-    r = calibkit('report', p, '--json', '--extractor', 'softmax', '--extractor-param', 'kind=logits')
+    r = here('report', p, '--json', '--extractor', 'softmax', '--extractor-param', 'kind=logits')
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)['summary']['labels'] == 4
 
@@ -92,7 +99,7 @@ def test_tag_frequency_groups_come_from_the_fit_matrix_gold_tags(tmp_path):
     for split, n in (('dev', 3000), ('test', 1000)):
         p = rng.dirichlet(np.ones(8) * .3, size=n)
         np.savez(tmp_path/f'{split}.npz', scores=p, gold=tags[[rng.choice(8, p=r) for r in p]], labels=tags)
-    r = calibkit('report', tmp_path/'test.npz', '--fit', tmp_path/'dev.npz', '--grouper', 'tfg', '--n-groups', '3',
+    r = here('report', tmp_path/'test.npz', '--fit', tmp_path/'dev.npz', '--grouper', 'tfg', '--n-groups', '3',
                  '--recalibrator', 'histogram', '--json')
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -106,35 +113,35 @@ def test_tag_frequency_groups_come_from_the_fit_matrix_gold_tags(tmp_path):
 def test_bad_and_unknown_plugin_parameters_share_one_exit_status(data):
     "E4: a value the recalibrator refuses and a parameter it does not take are both 65 (EX_DATAERR)."
     base = ('report', data/'test.csv', '--json', '--fit', data/'test.csv', '--recalibrator', 'histogram', '--param')
-    assert 'n_bins must be an integer >= 1' in one_line(calibkit(*base, 'n_bins=-1'), 65)
-    assert "unexpected keyword argument 'nbins'" in one_line(calibkit(*base, 'nbins=3'), 65)
-    assert "unknown recalibrator 'histogramm'" in one_line(calibkit(*base[:-2], 'histogramm'), 2)
+    assert 'n_bins must be an integer >= 1' in one_line(here(*base, 'n_bins=-1'), 65)
+    assert "unexpected keyword argument 'nbins'" in one_line(here(*base, 'nbins=3'), 65)
+    assert "unknown recalibrator 'histogramm'" in one_line(here(*base[:-2], 'histogramm'), 2)
 
 
 def test_recalibrator_none_needs_no_fit(data):
-    r = calibkit('report', data/'test.csv', '--json', '--recalibrator', 'none')
+    r = here('report', data/'test.csv', '--json', '--recalibrator', 'none')
     assert r.returncode == 0, r.stderr
     assert {m['stage'] for m in json.loads(r.stdout)['metrics']} == {'before'}
 
 
 def test_demo_only_bogus_is_a_usage_error_listing_the_names(tmp_path):
-    msg = one_line(calibkit('demo', '--only', 'synthetic,bogus', '--out', tmp_path/'d'), 2)
+    msg = one_line(here('demo', '--only', 'synthetic,bogus', '--out', tmp_path/'d'), 2)
     assert msg.startswith('--only: unknown demo(s) bogus; known: synthetic') and not (tmp_path/'d').exists()
 
 
 def test_threshold_leaving_nothing_names_the_file(data, tmp_path):
     "E2: not 'conf is empty'."
-    assert one_line(calibkit('report', data/'test.csv', '--json', '--threshold', '0.9999'), 65) == \
+    assert one_line(here('report', data/'test.csv', '--json', '--threshold', '0.9999'), 65) == \
         f'{data/"test.csv"}: all 400 events score below --threshold 0.9999'
     np.savez(tmp_path/'s.npz', scores=np.array([[.6, .4]]), gold=np.array([0]))
     assert 'no score of the 2 cells reaches the threshold 0.9' in one_line(
-        calibkit('report', tmp_path/'s.npz', '--json', '--threshold', '0.9'), 65)
+        here('report', tmp_path/'s.npz', '--json', '--threshold', '0.9'), 65)
 
 
 def test_counts_with_inf_or_no_rows_name_the_file(data, tmp_path):
     for text, says in (('label,count\nA,inf\nB,3\nC,2\n', "count for label 'A' is 'inf'"), ('label,count\n', 'no counts')):
         (tmp_path/'c.csv').write_text(text)
-        msg = one_line(calibkit('report', data/'test.csv', '--json', '--grouper', 'tfg', '--counts', tmp_path/'c.csv'), 65)
+        msg = one_line(here('report', data/'test.csv', '--json', '--grouper', 'tfg', '--counts', tmp_path/'c.csv'), 65)
         assert msg.startswith(f'{tmp_path/"c.csv"}: ') and says in msg
 
 
@@ -142,7 +149,7 @@ def test_deep_json_and_closed_stdin_are_not_exit_1(tmp_path):
     "E3: RecursionError and a closed standard input had exit status 1 and no file named."
     p = tmp_path/'d.jsonl'
     p.write_text('{"conf": ' + '[' * 100_000 + '\n')
-    assert one_line(calibkit('report', p, '--json'), 65) == f'{p}: line 1: JSON nested too deeply for Python to parse'
+    assert one_line(here('report', p, '--json'), 65) == f'{p}: line 1: JSON nested too deeply for Python to parse'
     import subprocess
     from clidata import ENV, EXE
     r = subprocess.run(f'{EXE} report - --format csv --json <&-', shell=True, capture_output=True, text=True, env=ENV)
@@ -152,11 +159,11 @@ def test_deep_json_and_closed_stdin_are_not_exit_1(tmp_path):
 def test_fifo_dev_null_and_newline_names(data, tmp_path):
     "E5: not 'no such file'; a newline in a file name is quoted, so the message stays one line."
     os.mkfifo(tmp_path/'p.csv')
-    assert 'p.csv: is a FIFO (named pipe), not a regular file' in one_line(calibkit('report', tmp_path/'p.csv', '--json'), 66)
-    assert one_line(calibkit('report', '/dev/null', '--json'), 66).startswith('/dev/null: is a device, not a regular file')
+    assert 'p.csv: is a FIFO (named pipe), not a regular file' in one_line(here('report', tmp_path/'p.csv', '--json'), 66)
+    assert one_line(here('report', '/dev/null', '--json'), 66).startswith('/dev/null: is a device, not a regular file')
     p = tmp_path/'a\nb.csv'
     p.write_text('conf,correct\nx,1\n')
-    assert one_line(calibkit('report', p, '--json'), 65) == f"{str(p)!r}: column 'conf', line 2: 'x' is not a number"
+    assert one_line(here('report', p, '--json'), 65) == f"{str(p)!r}: column 'conf', line 2: 'x' is not a number"
 
 
 def test_input_is_checked_before_the_output_folder(tmp_path):
