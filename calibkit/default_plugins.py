@@ -23,7 +23,8 @@ def register_extractors(
 ) -> None:
     "Register calibkit's built-in extractors (the `register_extractors` hook)."
     for cls in (SoftmaxExtractor, CRFMarginalsExtractor, CRFSuiteExtractor, Seq2SeqExtractor, HFTokenExtractor,
-                SpacyExtractor, CorefMCExtractor, OpenAILogprobsExtractor, VerbalizedConfidenceExtractor, PTrueExtractor):
+                SpacyExtractor, CorefMCExtractor, OpenAILogprobsExtractor, VerbalizedConfidenceExtractor,
+                PTrueExtractor):
         register(cls)
 
 # %% ../nbs/19_default_plugins.ipynb #fc75e667

@@ -94,8 +94,8 @@ def unreadable(path,  # an input file that `check_file` accepted
                what: str,  # what it was being read as, e.g. 'as csv', 'its columns'
                e: Exception,  # why it could not be
                ) -> InputError:  # the error to raise
-    """The error for a file that could not be read: a `NoInputError` (the CLI's 66) when it was removed after it was
-    found (a file deleted during a run is missing input, not bad data), else an `InputError` with the reader's reason."""
+    """The error for a file that could not be read: a `NoInputError` (the CLI's 66) when it was removed after it
+    was found (a file deleted during a run is missing input, not bad data), else an `InputError` with the reason."""
     if isinstance(e, FileNotFoundError): return NoInputError(f'{show_path(path)}: removed during the run')
     return InputError(f'{show_path(path)}: cannot read {what}: {first_line(e).strip()}')
 

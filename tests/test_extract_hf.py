@@ -93,8 +93,11 @@ def test_extractor_on_saved_outputs():
 
 def test_extractor_bad_input():
     ex = HFTokenExtractor()
-    with pytest.raises(ValueError, match=r'gold: 1 of 3 values are not among labels: C \(1\)'):
-        ex.extract({**saved(), 'gold': np.array(['A', 'C', 'B'])})
+    with pytest.raises(ValueError, match=r'gold: 1 of 3 values are not among labels: C \(1'):
+        HFTokenExtractor(strict_labels=True).extract({**saved(), 'gold': np.array(['A', 'C', 'B'])})
+    with pytest.warns(UserWarning, match=r'gold: 1 of 3 values are not among labels: C \(1'):   # an error of the model
+        top = HFTokenExtractor(events='top').extract({**saved(), 'gold': np.array(['A', 'C', 'B'])})
+    assert top.correct.tolist()[1] == 0 and top.attrs['gold_outside'] == {'C': 1}
     with pytest.raises(ValueError, match='one gold tag per word'): ex.extract({**saved(), 'gold': np.array(['A'])})
     with pytest.raises(ValueError, match=r"output lacks key\(s\) \['word_ids'\]"):
         ex.extract({k: v for k, v in saved().items() if k != 'word_ids'})
@@ -111,13 +114,15 @@ def test_registered_without_importing_torch_or_transformers():
             "heavy = {'torch', 'transformers', 'spacy', 'thinc'} & set(sys.modules); assert not heavy, heavy")
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, '-m', 'calibkit', 'plugins'], capture_output=True, text=True, cwd=ROOT)
+    from clidata import calibkit_here
+    r = calibkit_here(None, 'plugins')                   # the listing, in this process (a process costs seconds)
     assert r.returncode == 0, r.stderr
     assert 'hf_token_classification' in r.stdout and 'reads: logits, word_ids, gold; optional: labels' in r.stdout
 
 
 def test_missing_extra_names_it(monkeypatch):
-    monkeypatch.setitem(sys.modules, 'transformers', None)      # as if calibkit[hf] were not installed
+    for name in ('torch', 'transformers'):                       # as if calibkit[hf] were not installed
+        monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(ImportError, match=r"pip install 'calibkit\[hf\]'"):
         piece_logits(object(), object(), [['a']])
 
@@ -179,7 +184,7 @@ def test_end_to_end_report(tiny):
         {**out, 'gold': np.concatenate(data.test_upos)})
     pd.testing.assert_frame_equal(again, ev, atol=1e-6)
     rep = calibration_report(ev, n_samples=50)
-    assert rep.summary['events'] == len(ev) if 'events' in rep.summary else len(rep.bins) > 0
-    assert set(rep.metrics.metric) >= {'ece'} or len(rep.metrics) > 0
+    assert rep.summary['events'] == len(ev)
     with pytest.raises(ValueError, match='not among labels'):
-        ex.extract(data.test_words[:1], [['NOT_A_TAG'] * len(data.test_words[0])])
+        HFTokenExtractor(model, tok, strict_labels=True).extract(data.test_words[:1],
+                                                                 [['NOT_A_TAG'] * len(data.test_words[0])])

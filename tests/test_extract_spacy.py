@@ -81,7 +81,11 @@ def test_saved_scores_and_bad_input():
     top = SpacyExtractor(events='top').extract(saved)
     assert top[['item', 'pos']].values.tolist() == [[0, 0], [0, 1], [1, 0]] and top.correct.tolist() == [1, 0, 0]
     pd.testing.assert_frame_equal(top, calibkit.extractor('softmax', events='top').extract(saved))
-    with pytest.raises(ValueError, match='not among labels: C'): SpacyExtractor().extract({**saved, 'gold': np.array(['A', 'C', 'B'])})
+    with pytest.raises(ValueError, match='not among labels: C'):
+        SpacyExtractor(strict_labels=True).extract({**saved, 'gold': np.array(['A', 'C', 'B'])})
+    with pytest.warns(UserWarning, match='not among labels: C'):          # by default: an error of the model
+        top = SpacyExtractor(events='top').extract({**saved, 'gold': np.array(['A', 'C', 'B'])})
+    assert top.correct.tolist() == [1, 0, 0] and top.attrs['gold_outside'] == {'C': 1}
     with pytest.raises(ValueError, match='rows do not sum to 1'): SpacyExtractor().extract({**saved, 'scores': rows * .5})
     with pytest.raises(TypeError, match='needs nlp= to tag sentences'): SpacyExtractor().extract([['a']], [['A']])
     with pytest.raises(TypeError, match='component must be a component name'): SpacyExtractor(component=3)
