@@ -23,6 +23,7 @@ NB_SECONDS = {
     '93_tutorial_seq2seq': 104, '91_tutorial_twitter_pos': 126, '95_tutorial_generation': 85, '40_charts': 64,
     '94_tutorial_sparse_tagsets': 60, '92_tutorial_coref': 57, '16_models_seq2seq': 54, '63_demos': 50,
     '68_artifacts': 48, '41_studies': 47, '14_models_coref': 47, '60_report': 41, '70_dask': 35, '80_howto': 34,
+    '81_howto_pretrained_tagger': 40,
     '15_extract_seq2seq': 33, '90_tutorial_plugins': 31, '42_sparse_study': 30, '12_models_taggers': 27,
     '31_multiclass': 15,
     '62_cli': 24, '07_conformal': 22, 'index': 22, '08_stream': 15, '30_recalibrators': 14, '17_extract_llm': 13,
