@@ -12,8 +12,8 @@ from .config import check_threshold, default, public_dir
 # %% auto #0
 __all__ = ['is_dask', 'numeric_array', 'count_true', 'check_int', 'check_float', 'check_choice', 'check_bool', 'check_conf',
            'check_correct', 'as_frame', 'as_pairs', 'make_events', 'check_gold', 'check_scores', 'gold_outside',
-           'label_column', 'check_probs', 'events_from_scores', 'top_label_events', 'check_group_map', 'group_ids',
-           'group_slices', 'column_groups']
+           'gold_counts', 'label_column', 'check_probs', 'events_from_scores', 'top_label_events', 'check_group_map',
+           'group_ids', 'group_slices', 'column_groups']
 
 # %% ../nbs/01_events.ipynb #3bca7657
 def is_dask(
@@ -296,6 +296,19 @@ def gold_outside(
     counts = pd.Series(np.asarray(gold)[out]).value_counts(sort=False).sort_values(ascending=False, kind='stable')
     return {'gold_outside': {str(t): int(c) for t, c in counts.items()}}
 
+def gold_counts(
+    gold,  # the gold labels as given (names, or ids without `labels`)
+    ids: np.ndarray,  # their ids from `check_gold` (−1: outside the labels)
+    labels=None,  # the K label names in column order (None: the ids are the labels)
+) -> dict:  # {'gold_counts': {tag: count, ...}}: the labels' order, then the tags outside them
+    """How often each gold tag occurs, as an events frame's `attrs` entry: what a report's tag-frequency grouper is
+    fitted on when no training counts are given (the fit events' gold tags, not their labels: a marginal event is a
+    cell, not a token). Tags outside the labels are counted too (they are real tags of the data)."""
+    inside = np.bincount(ids[ids >= 0], minlength=0 if labels is None else len(labels))
+    names = range(len(inside)) if labels is None else labels
+    counts = {t: int(c) for t, c in zip(names, inside) if c}
+    return {'gold_counts': counts | gold_outside(gold, ids).get('gold_outside', {})}
+
 # %% ../nbs/01_events.ipynb #55d4a393
 def label_column(
     ids: np.ndarray,  # label ids (column positions)
@@ -350,7 +363,8 @@ def events_from_scores(
         item, label = item.astype(di), label.astype(dl)
     df = pd.DataFrame({'item': item, 'label': label_column(label, labels),
                        'conf': conf, 'correct': correct}, copy=False)
-    df.attrs.update(n_cells=n * k, n_dropped=n * k - len(df), threshold=threshold, **gold_outside(gold, g))
+    df.attrs.update(n_cells=n * k, n_dropped=n * k - len(df), threshold=threshold, **gold_outside(gold, g),
+                    **gold_counts(gold, g, labels))
     return df
 
 # %% ../nbs/01_events.ipynb #ef8839a4
@@ -366,7 +380,7 @@ def top_label_events(
     pred = s.argmax(axis=1)
     df = pd.DataFrame({'item': np.arange(len(s)), 'label': label_column(pred, labels),
                        'conf': s[np.arange(len(s)), pred], 'correct': (pred == g).view(np.uint8)})
-    df.attrs.update(gold_outside(gold, g))            # a gold tag outside the labels: never the argmax, so wrong
+    df.attrs.update(**gold_outside(gold, g), **gold_counts(gold, g, labels))   # outside the labels: never the argmax
     return df
 
 # %% ../nbs/01_events.ipynb #dad4c1fc

@@ -204,6 +204,20 @@ def _object(pairs: list) -> dict:
         raise ValueError(f'key {next(k for k in keys if keys.count(k) > 1)!r} appears twice in one object')
     return d
 
+_SURROGATE = re.compile(r'\\u[dD][89a-fA-F][0-9a-fA-F]{2}')   # a JSON escape of a UTF-16 surrogate
+
+def _no_lone_surrogate(path: Path, text: str, recs: list) -> list:
+    """`recs`, unless a string in them holds a lone UTF-16 surrogate (JSON can escape one, `"\\ud800"`; it is no
+    text, and writing it as UTF-8 fails): then an `InputError` naming its line. A search of the text first, in C."""
+    if not _SURROGATE.search(text): return recs
+    for i, line in enumerate(text.split('\n'), 1):
+        if not _SURROGATE.search(line): continue
+        try: json.dumps(json.loads(line), ensure_ascii=False).encode('utf-8')
+        except UnicodeEncodeError as e:
+            raise InputError(f'{show_path(path)}: line {i}: a string holds a lone UTF-16 surrogate '
+                             f'({e.object[e.start]!r}), which is not text: fix or drop the string that holds it') from None
+    return recs
+
 def jsonl_records(path: Path,  # the file `text` came from (named in errors)
                   text: str,  # the file's text
                   *, numbers_as_text: bool = False,  # JSON numbers as the text written (`1e2` → '1e2'), not floats
@@ -214,7 +228,7 @@ def jsonl_records(path: Path,  # the file `text` came from (named in errors)
     if numbers_as_text: opts.update(parse_int=str, parse_float=str)
     try:
         recs = json.loads('[' + text.strip().replace('\n', ',') + ']', **opts)
-        if set(map(type, recs)) <= {dict}: return recs
+        if set(map(type, recs)) <= {dict}: return _no_lone_surrogate(path, text, recs)
     except (ValueError, RecursionError): pass
     try: doc = json.loads(text)
     except (ValueError, RecursionError): doc = None
@@ -241,7 +255,7 @@ def jsonl_records(path: Path,  # the file `text` came from (named in errors)
         if not isinstance(rec, dict):
             raise InputError(f'{show_path(path)}: line {i}: expected a JSON object, got {type(rec).__name__}')
         recs.append(rec)
-    return recs
+    return _no_lone_surrogate(path, text, recs)
 
 # %% ../nbs/61_inputs.ipynb #3dfec23b
 _NA_TEXT = ['', '#N/A', 'N/A', 'NA', 'NULL', 'NaN', 'None', 'n/a', 'nan', 'null', '-NaN', '-nan']   # pandas' NA words
@@ -389,8 +403,8 @@ def read_scores(
     strict_labels: bool = False,  # refuse gold tags outside `labels` (default: they count as errors of the model)
 ) -> pd.DataFrame:  # the marginal events (`events_from_scores`)
     """Marginal events from an `.npz` holding `scores` (n×K), `gold` (n ids, or names with `labels`) and optionally
-    `labels` (K names); the gold tags' counts in `attrs['gold_counts']` (what a report's grouper is fitted on without
-    training counts), tags outside `labels` included (and in `attrs['gold_outside']`: errors of the model)."""
+    `labels` (K names); the gold tags' counts in `attrs['gold_counts']` (`calibkit.events.gold_counts`: what a report's
+    grouper is fitted on without training counts), tags outside `labels` included (and in `attrs['gold_outside']`)."""
     threshold, path = check_threshold(threshold), Path(path)
     if path.suffix.lower() == '.npy':
         raise InputError(f'{show_path(path)}: a .npy file holds one array, but the gold labels are needed too: '
@@ -410,10 +424,6 @@ def read_scores(
     except (ValueError, TypeError) as e: raise InputError(f'{show_path(path)}: {e}') from None
     if ev.empty:
         raise InputError(f'{show_path(path)}: no score of the {s.size} cells reaches the threshold {threshold}')
-    g = np.asarray(gold)                             # valid: events_from_scores checked it
-    tags = pd.Series(np.asarray(labels)[g.astype(np.intp)] if g.dtype.kind in 'biuf' else g).value_counts(sort=False)
-    order = [*labels, *ev.attrs.get('gold_outside', {})]          # the labels' order, then the tags outside them
-    ev.attrs['gold_counts'] = {t: int(tags[t]) for t in order if t in tags.index}   # for groupers
     dev = np.abs(s.sum(axis=1, dtype=np.float64) - 1)
     off = dev > atol
     if off.any():
@@ -612,13 +622,15 @@ def _extract(extractor, path: Path) -> pd.DataFrame:
     npz = path.suffix.lower() == '.npz'
     with warnings.catch_warnings(record=True) as caught:     # its warnings name records[i] too: re-issued below
         warnings.simplefilter('always')
-        try: ev = extractor.extract(raw_output(path))
+        raw = raw_output(path)
+        if not npz and not raw:
+            raise InputError(f'{show_path(path)}: holds no records (no line with a JSON object): nothing for the '
+                             f'extractor {extractor.name!r} to read')
+        try: ev = extractor.extract(raw)
         except (ValueError, TypeError) as e:                 # a bad record, named records[i]: name its file:line
             if isinstance(e, InputError): raise
-            if npz: raise InputError(f'{show_path(path)}: {first_line(e)}') from None
-            msg = record_lines(first_line(e), path, read_text(path))
-            if msg == first_line(e): raise
-            raise InputError(msg) from None
+            msg = first_line(e) if npz else record_lines(first_line(e), path, read_text(path))
+            raise InputError(msg if msg.startswith(show_path(path)) else f'{show_path(path)}: {msg}') from None
     text = read_text(path) if caught and not npz else None
     for w in caught:
         msg = f'{show_path(path)}: {w.message}' if npz else record_lines(str(w.message), path, text)

@@ -134,7 +134,7 @@ def grouper_counts(counts,  # training label counts given by the caller, or None
                    names: tuple = ('the evaluated events', 'the fit events'),  # what the two are called
                    ) -> tuple:  # (what the grouper is fitted on, where its frequencies come from, in words)
     """What a grouper is fitted on when the report groups: the `counts` given; else the gold tag counts of the fit
-    events' score matrix (`attrs['gold_counts']`, set by `calibkit.inputs.read_scores`); else their labels, one per
+    events' score matrix (`attrs['gold_counts']`, set by `calibkit.events.gold_counts`); else their labels, one per
     event, which are not gold tag frequencies (every tag cell above the threshold counts), and the words say so."""
     if counts is not None: return counts, 'the training counts given'
     src, name = (fit, names[1]) if fit is not None and 'label' in fit.columns else (events, names[0])

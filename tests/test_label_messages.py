@@ -70,3 +70,34 @@ def test_a_pretty_printed_json_object_is_called_what_it_is(tmp_path, capsys):
     with pytest.raises(InputError, match='column-oriented JSON'): read_events(cols)
     r = calibkit_here(capsys, 'report', str(p), '--json')
     assert r.returncode == 65 and 'response.json: one pretty-printed JSON object over 9 lines' in r.stderr
+
+
+def one_error(r, code: int = 65) -> str:
+    assert r.returncode == code and r.stderr.count('\n') == 1 and r.stderr.startswith('calibkit: error: '), r.stderr
+    return r.stderr[len('calibkit: error: '):-1]
+
+
+def test_an_empty_jsonl_for_an_extractor_names_the_file(tmp_path, capsys):
+    (tmp_path/'empty.jsonl').write_text('\n\n')
+    assert one_error(calibkit_here(capsys, 'report', tmp_path/'empty.jsonl', '--extractor', 'openai_logprobs',
+                                   '--json')) == (f"{tmp_path}/empty.jsonl: holds no records (no line with a JSON "
+                                                  "object): nothing for the extractor 'openai_logprobs' to read")
+
+
+def test_a_lone_surrogate_is_refused_with_its_line_before_anything_is_computed(tmp_path, capsys):
+    "A JSON escape of half a UTF-16 pair is no text: it failed only when the report was written, naming no file."
+    resp = lambda tok: json.dumps(dict(choices=[dict(message=dict(content='ab'), logprobs=dict(content=[
+        dict(token=tok, logprob=-0.1), dict(token='b', logprob=-0.5)]))], gold='ab'))
+    (tmp_path/'gen.jsonl').write_text(resp('a') + '\n' + resp('\ud800') + '\n')     # json.dumps escapes it: \ud800
+    (tmp_path/'pair.jsonl').write_text(resp('\U0001F600') + '\n')                   # a whole pair: an emoji, fine
+    out = tmp_path/'out'
+    msg = one_error(calibkit_here(capsys, 'report', tmp_path/'gen.jsonl', '--extractor', 'openai_logprobs',
+                                  '--extractor-param', 'level=token', '--out', out))
+    assert msg == (f"{tmp_path}/gen.jsonl: line 2: a string holds a lone UTF-16 surrogate ('\\ud800'), which is not "
+                   "text: fix or drop the string that holds it") and not out.exists()
+    (tmp_path/'ev.jsonl').write_text('{"conf": 0.9, "correct": 1, "label": "\\udc00x"}\n')
+    assert 'ev.jsonl: line 1: a string holds a lone UTF-16 surrogate' in one_error(
+        calibkit_here(capsys, 'report', tmp_path/'ev.jsonl', '--json'))
+    r = calibkit_here(capsys, 'report', tmp_path/'pair.jsonl', '--extractor', 'openai_logprobs', '--json',
+                      '--n-samples', '20')
+    assert r.returncode == 0, r.stderr
