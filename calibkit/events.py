@@ -12,8 +12,8 @@ from .config import check_threshold, default, public_dir
 # %% auto #0
 __all__ = ['is_dask', 'numeric_array', 'count_true', 'check_int', 'check_float', 'check_choice', 'check_bool', 'check_conf',
            'check_correct', 'as_frame', 'as_pairs', 'make_events', 'check_gold', 'check_scores', 'gold_outside',
-           'gold_counts', 'label_column', 'check_probs', 'events_from_scores', 'top_label_events', 'check_group_map',
-           'group_ids', 'group_slices', 'column_groups']
+           'gold_counts', 'label_column', 'sum_tolerance', 'check_probs', 'events_from_scores', 'top_label_events',
+           'check_group_map', 'group_ids', 'group_slices', 'column_groups']
 
 # %% ../nbs/01_events.ipynb #3bca7657
 def is_dask(
@@ -320,19 +320,30 @@ def label_column(
 def _index_dtype(top: int): return np.int32 if top < 2**31 else np.int64   # used by `events_from_scores`
 
 # %% ../nbs/01_events.ipynb #df8f2869
+def sum_tolerance(
+    dtype,  # the dtype the probabilities are stored in
+    atol: float,  # the tolerance asked for
+) -> float:  # how far a row's sum may be from 1
+    """How far a row of probabilities stored as `dtype` may sum from 1: `atol`, or 4 machine epsilons of a float
+    dtype where that is wider (float16: 0.0039; float32 and float64 keep `atol`). Rounding each probability of a
+    normalised row to the dtype moves the row's sum by at most half an epsilon; a softmax computed in that precision,
+    by a few."""
+    return max(atol, 4 * float(np.finfo(dtype).eps)) if np.issubdtype(dtype, np.floating) else atol
+
 def check_probs(
     scores,  # n×K probability matrix: values in [0, 1], every row summing to 1
     name: str = 'scores',  # the argument's name, for the error message
-    atol: float = 1e-5,  # how far a row's sum may be from 1 (loose enough for float32 outputs)
+    atol: float = 1e-5,  # how far a row's sum may be from 1 (loose enough for float32; wider for float16: `sum_tolerance`)
 ) -> np.ndarray:  # `scores` as a validated array (its float dtype kept)
     "Validate an n×K probability matrix: values in [0, 1] (`check_conf`), every row summing to 1 within `atol`."
-    atol = check_float('atol', atol, 0)
+    given = getattr(scores, 'dtype', None)            # the tolerance follows the dtype given (check_conf widens float16)
     s = check_conf(scores, name, ndim=2)
+    tol = sum_tolerance(given if isinstance(given, np.dtype) else s.dtype, check_float('atol', atol, 0))
     dev = np.abs(s.sum(axis=1, dtype=np.float64) - 1)
-    bad = count_true(dev > atol)
+    bad = count_true(dev > tol)
     if bad:
         raise ValueError(f'{name}: {bad} of {len(s)} rows do not sum to 1 (largest deviation {dev.max():.3g}, '
-                         f'tolerance {atol:g}); unnormalised scores such as logits need a softmax first')
+                         f'tolerance {tol:g}); unnormalised scores such as logits need a softmax first')
     return s
 
 # %% ../nbs/01_events.ipynb #5ba738da

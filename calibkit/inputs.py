@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 import numpy as np, pandas as pd
 from .config import FORMATS, check_threshold, decode_utf8, first_line, require
-from .events import check_bool, check_choice, check_probs, check_scores, events_from_scores
+from .events import check_bool, check_choice, check_probs, check_scores, events_from_scores, sum_tolerance
 from .extractors.seq2seq import read_calibration_metric_logits
 
 # %% auto #0
@@ -425,7 +425,7 @@ def read_scores(
     if ev.empty:
         raise InputError(f'{show_path(path)}: no score of the {s.size} cells reaches the threshold {threshold}')
     dev = np.abs(s.sum(axis=1, dtype=np.float64) - 1)
-    off = dev > atol
+    off = dev > sum_tolerance(s.dtype, atol)
     if off.any():
         warnings.warn(f'{show_path(path)}: {int(off.sum())} of {len(s)} score rows do not sum to 1 (largest deviation '
                       f'{dev.max():.3g}); softmax probabilities were expected, the scores are used as given',
@@ -691,7 +691,8 @@ def load_scores(
         labels = None if labels is None else list(labels)
     try: p, g = check_scores(check_probs(s), gold, labels)
     except (ValueError, TypeError) as e: raise InputError(f'{show_path(path)}: {first_line(e)}') from None
-    return p, g, labels
+    half = isinstance(s, np.ndarray) and s.dtype == np.float16   # kept: the next check's row-sum tolerance follows it
+    return (s if half else p), g, labels
 
 # %% ../nbs/61_inputs.ipynb #in61d024
 def dataset_files(

@@ -101,3 +101,24 @@ def test_a_lone_surrogate_is_refused_with_its_line_before_anything_is_computed(t
     r = calibkit_here(capsys, 'report', tmp_path/'pair.jsonl', '--extractor', 'openai_logprobs', '--json',
                       '--n-samples', '20')
     assert r.returncode == 0, r.stderr
+
+
+def test_float16_softmax_rows_are_probabilities_with_and_without_conformal(tmp_path, capsys):
+    """Rounded to float16, softmax rows sum to 1 only within float16's precision (here off by up to ~3e-4): the
+    row-sum tolerance follows the dtype (`sum_tolerance`), so they are read alike with and without --conformal; the
+    same rows as float64 are off by far more than float64 rounding: warned of, and refused for conformal sets."""
+    rng = np.random.default_rng(0)
+    for name in ('fit', 'test'):
+        p = rng.dirichlet(np.ones(17) * .3, 2000).astype(np.float16)
+        g = np.array([rng.choice(17, p=q / q.sum()) for q in p.astype(float)])
+        np.savez(tmp_path/f'{name}16.npz', scores=p, gold=g)
+        np.savez(tmp_path/f'{name}64.npz', scores=p.astype(np.float64), gold=g)
+    assert np.abs(p.astype(float).sum(1) - 1).max() > 1e-4
+    for conformal in ([], ['--fit', tmp_path/'fit16.npz', '--conformal', '0.1']):
+        r = calibkit_here(capsys, 'report', tmp_path/'test16.npz', '--json', '--n-samples', '20', *conformal)
+        assert r.returncode == 0 and r.stderr == '', r.stderr
+    r = calibkit_here(capsys, 'report', tmp_path/'test64.npz', '--json', '--n-samples', '20')
+    assert r.returncode == 0 and 'score rows do not sum to 1' in r.stderr
+    r = calibkit_here(capsys, 'report', tmp_path/'test64.npz', '--json', '--fit', tmp_path/'fit64.npz', '--conformal', '0.1')
+    last = r.stderr.splitlines()[-1]
+    assert r.returncode == 65 and last.startswith('calibkit: error: ') and 'rows do not sum to 1' in last, r.stderr
