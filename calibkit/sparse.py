@@ -503,7 +503,8 @@ def _part_events(model, data: dict, p: str, tagset: str, threshold: float) -> pd
     ev.attrs.update(tagset=tagset, part=p, n_tokens=len(gold), n_sentences=len(forms),
                     accuracy=float(np.mean(S.argmax(axis=1) == ids)), n_model_tags=len(model.tags_),
                     n_unseen_gold=int((ids >= len(model.tags_)).sum()))
-    return ev
+    for k in ('gold_counts', 'gold_outside'): ev.attrs.pop(k, None)   # the study counts its own (n_unseen_gold) and
+    return ev                                                          # groups on training counts: scalar attrs only
 
 def ewt_study_events(
     data_dir=None,  # folder holding the UD English EWT dev and test .conllu files (default: the bundled copy)

@@ -18,6 +18,11 @@ def data(tmp_path_factory):
     return d
 
 
+def here(*args):
+    "`calibkit *args` in this process (`calibkit_here`); standard input, the working directory and pipes keep processes."
+    return calibkit_here(None, *args)
+
+
 def estimates(m) -> dict:
     return {(r['stage'], r['metric']): r['estimate'] for r in m['metrics']}
 
@@ -27,7 +32,7 @@ def test_json_on_stdout_is_metrics_json_and_writes_no_folder_without_out(data, t
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout)
     assert list(tmp_path.iterdir()) == []
-    r2 = calibkit('report', data/'test.csv', '--json', '--n-samples', 30, '--out', tmp_path/'r')
+    r2 = here('report', data/'test.csv', '--json', '--n-samples', 30, '--out', tmp_path/'r')
     assert json.loads(r2.stdout) == json.loads((tmp_path/'r'/'metrics.json').read_text())
     assert estimates(json.loads(r2.stdout)) == estimates(m)
 
@@ -36,7 +41,7 @@ def test_json_on_stdout_is_metrics_json_and_writes_no_folder_without_out(data, t
 def test_standard_input_gives_the_same_report_as_the_file(data, fmt, name):
     r = calibkit('report', '-', '--format', fmt, '--json', '--n-samples', 30, stdin=(data/name).read_text())
     assert r.returncode == 0, r.stderr
-    f = json.loads(calibkit('report', data/name, '--json', '--n-samples', 30).stdout)
+    f = json.loads(here('report', data/name, '--json', '--n-samples', 30).stdout)
     assert estimates(json.loads(r.stdout)) == estimates(f)
     assert calibkit('report', '-', '--json', stdin='').returncode == 2
 
@@ -48,13 +53,13 @@ def test_stdin_errors_name_stdin(data):
 
 
 def test_plugins_table_fits_100_columns_and_json():
-    r = calibkit('plugins')
+    r = here('plugins')
     assert r.returncode == 0
     lines = r.stdout.splitlines()
     assert lines[0].split() == ['name', 'kind', 'distribution', 'version', 'params']
     assert max(map(len, lines)) <= 100
     assert any(l.split()[:2] == ['histogram', 'recalibrator'] and 'n_bins=' in l for l in lines)
-    rows = json.loads(calibkit('plugins', '--json').stdout)
+    rows = json.loads(here('plugins', '--json').stdout)
     assert {'kind', 'name', 'distribution', 'version', 'params'} <= set(rows[0])
     assert {r['name'] for r in rows} >= {'isotonic', 'tfg', 'softmax'}
 
@@ -93,13 +98,13 @@ def test_python_m_and_quiet_anywhere(data, tmp_path):
     ('--param', 'n_bins', 'expected NAME=VALUE'),
 ])
 def test_bad_flag_values_are_one_usage_line(data, tmp_path, flag, value, expected):
-    r = calibkit('report', data/'test.csv', flag, value, '--out', tmp_path/'r')
+    r = here('report', data/'test.csv', flag, value, '--out', tmp_path/'r')
     assert r.returncode == 2 and r.stderr.count('\n') == 1 and r.stderr.startswith('calibkit: error: '), r.stderr
     assert expected in r.stderr and not (tmp_path/'r').exists()
 
 
 def test_huge_n_bins_records_what_was_used(data):
-    r = calibkit('report', data/'test.csv', '--n-bins', 10**12, '--json', '--n-samples', 20)
+    r = here('report', data/'test.csv', '--n-bins', 10**12, '--json', '--n-samples', 20)
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout)
     assert m['meta']['n_bins'] == 1500 and m['meta']['n_bins_requested'] == 10**12
@@ -111,14 +116,14 @@ def test_huge_n_bins_records_what_was_used(data):
 def test_fit_on_the_evaluated_events_warns_not_held_out(data, tmp_path, same):
     fit = data/'test.csv' if same == 'path' else tmp_path/'copy.csv'
     if same == 'copy': fit.write_bytes((data/'test.csv').read_bytes())
-    r = calibkit('report', data/'test.csv', '--fit', fit, '--recalibrator', 'isotonic', '--json', '--n-samples', 20)
+    r = here('report', data/'test.csv', '--fit', fit, '--recalibrator', 'isotonic', '--json', '--n-samples', 20)
     assert r.returncode == 0, r.stderr
     assert r.stderr == 'calibkit: warning: the fit events are the evaluated events: the result is not held-out\n'
 
 
 def test_numeric_labels_with_a_counts_file(data):
     "Labels are the exact strings in the file, so '1' matches the counts file's '1'."
-    r = calibkit('report', data/'numeric.csv', '--counts', data/'numeric_counts.json', '--grouper', 'tfg', '--n-groups', 2,
+    r = here('report', data/'numeric.csv', '--counts', data/'numeric_counts.json', '--grouper', 'tfg', '--n-groups', 2,
                  '--json', '--n-samples', 20)
     assert r.returncode == 0, r.stderr
     g = pd.DataFrame(json.loads(r.stdout)['groups'])
@@ -128,7 +133,7 @@ def test_numeric_labels_with_a_counts_file(data):
 @pytest.mark.parametrize('rows', ['conf,correct\n0.7,1\n', 'conf,correct\n0.7,1\n0.6,1\n0.9,1\n'])
 def test_degenerate_interval_is_said(tmp_path, rows):
     (tmp_path/'e.csv').write_text(rows)
-    r = calibkit('report', tmp_path/'e.csv', '--json', '--n-samples', 20)
+    r = here('report', tmp_path/'e.csv', '--json', '--n-samples', 20)
     assert r.returncode == 0, r.stderr
     assert 'calibkit: warning:' in r.stderr and 'degenerate' in r.stderr
     assert any('degenerate' in w for w in json.loads(r.stdout)['warnings'])
@@ -136,7 +141,7 @@ def test_degenerate_interval_is_said(tmp_path, rows):
 
 def test_recalibrator_and_grouper_params_reach_the_plugins(data):
     from calibkit.report import calibration_report
-    r = calibkit('report', data/'test.csv', '--fit', data/'dev.csv', '--recalibrator', 'histogram', '--param', 'n_bins=5',
+    r = here('report', data/'test.csv', '--fit', data/'dev.csv', '--recalibrator', 'histogram', '--param', 'n_bins=5',
                  '--grouper', 'tfg', '--grouper-param', 'n_groups=2', '--counts', data/'counts.json', '--json',
                  '--n-samples', 20)
     assert r.returncode == 0, r.stderr
@@ -149,16 +154,16 @@ def test_recalibrator_and_grouper_params_reach_the_plugins(data):
     assert estimates(m) == pytest.approx(estimates(dict(metrics=lib.to_dict()['metrics'])), rel=1e-12)
     assert m['meta']['recalibrator_params'] == {'n_bins': 5} and m['meta']['grouper_params'] == {'n_groups': 2}
     # a parameter the plugin does not take exits 65, as a value it refuses does (EX_DATAERR)
-    r = calibkit('report', data/'test.csv', '--fit', data/'dev.csv', '--recalibrator', 'histogram', '--param', 'bins=5')
+    r = here('report', data/'test.csv', '--fit', data/'dev.csv', '--recalibrator', 'histogram', '--param', 'bins=5')
     assert r.returncode == 65 and 'bins' in r.stderr and r.stderr.count('\n') == 1, r.stderr
 
 
 def test_bins_flags_and_binning_are_recorded(data):
-    m = json.loads(calibkit('report', data/'test.csv', '--bin-size', 100, '--json', '--n-samples', 20).stdout)
+    m = json.loads(here('report', data/'test.csv', '--bin-size', 100, '--json', '--n-samples', 20).stdout)
     assert m['meta']['bin_size'] == 100 and m['meta']['n_bins'] == 15
-    m = json.loads(calibkit('report', data/'test.csv', '--binning', 'fixed_width', '--json', '--n-samples', 20).stdout)
+    m = json.loads(here('report', data/'test.csv', '--binning', 'fixed_width', '--json', '--n-samples', 20).stdout)
     assert m['meta']['binning'] == 'fixed_width'
-    assert calibkit('report', data/'test.csv', '--bin-size', 100, '--n-bins', 5).returncode == 2
+    assert here('report', data/'test.csv', '--bin-size', 100, '--n-bins', 5).returncode == 2
 
 
 def test_extractor_over_a_raw_output(data, capsys):
