@@ -333,10 +333,10 @@ def sum_tolerance(
 def check_probs(
     scores,  # n×K probability matrix: values in [0, 1], every row summing to 1
     name: str = 'scores',  # the argument's name, for the error message
-    atol: float = 1e-5,  # how far a row's sum may be from 1 (loose enough for float32; wider for float16: `sum_tolerance`)
+    atol: float = 1e-5,  # how far a row's sum may be from 1 (float32's rounding; float16's is wider: `sum_tolerance`)
 ) -> np.ndarray:  # `scores` as a validated array (its float dtype kept)
     "Validate an n×K probability matrix: values in [0, 1] (`check_conf`), every row summing to 1 within `atol`."
-    given = getattr(scores, 'dtype', None)            # the tolerance follows the dtype given (check_conf widens float16)
+    given = getattr(scores, 'dtype', None)       # the tolerance follows the dtype given (check_conf widens float16)
     s = check_conf(scores, name, ndim=2)
     tol = sum_tolerance(given if isinstance(given, np.dtype) else s.dtype, check_float('atol', atol, 0))
     dev = np.abs(s.sum(axis=1, dtype=np.float64) - 1)

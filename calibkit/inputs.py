@@ -215,7 +215,8 @@ def _no_lone_surrogate(path: Path, text: str, recs: list) -> list:
         try: json.dumps(json.loads(line), ensure_ascii=False).encode('utf-8')
         except UnicodeEncodeError as e:
             raise InputError(f'{show_path(path)}: line {i}: a string holds a lone UTF-16 surrogate '
-                             f'({e.object[e.start]!r}), which is not text: fix or drop the string that holds it') from None
+                             f'({e.object[e.start]!r}), which is not text: fix or drop the string that holds it'
+                             ) from None
     return recs
 
 def jsonl_records(path: Path,  # the file `text` came from (named in errors)

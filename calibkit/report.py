@@ -792,6 +792,7 @@ def _grid_title(stage: str, why: dict, n: int) -> str:
     return f'Per group ({stage}): {len(why)} of {n:,} groups, {", ".join(counts[:-1])} and {counts[-1]} (highest GMCE)'
 
 def report_charts(r: Report,  # a calibration report
+                  width: int = REPORT_PX,  # the widest a grid of groups may be, in px (a notebook's column: PAGE_PX)
                   ) -> dict:
     """Reliability chart of each stage (with consistency bands), a grid of its groups (`panel_groups`: at most
     `MAX_PANELS`, each titled with why it is shown; every group with the report's `all_groups`), and the risk–coverage
@@ -811,7 +812,7 @@ def report_charts(r: Report,  # a calibration report
         if not why: continue
         panels = {_panel_title(k, gs.members.get(k), v): s[s.group == str(k)] for k, v in why.items()}
         head = _grid_title(stage, why, int((gs.n_events > 0).sum()))
-        charts[f'groups_{stage}'] = reliability_grid(panels, title=head, width=REPORT_PX)
+        charts[f'groups_{stage}'] = reliability_grid(panels, title=head, width=width)
     return charts
 
 # %% ../nbs/60_report.ipynb #b728fd37
@@ -835,7 +836,7 @@ def __repr__(self: Report) -> str:
 @patch
 def _repr_html_(self: Report) -> str:
     "The report inline (Jupyter, the docs): title, each stage's verdict, metrics, warnings, reliability diagrams."
-    from calibkit.charts import to_svg   # deliberately lazy, as in `report_charts`: Altair only when it is shown
+    from calibkit.charts import PAGE_PX, to_svg   # deliberately lazy, as in `report_charts`: Altair when shown
     e, head = html.escape, {s: i['name'] for s, i in self.stages.items()}
     parts = [f'<div class="calibkit-report"><h3>{e(self.meta["title"])}</h3>']
     parts += [f'<p><b>{e(head[s].capitalize())}.</b> {" ".join(map(e, self.verdict[s]))}</p>' for s in self.stages]
@@ -843,7 +844,8 @@ def _repr_html_(self: Report) -> str:
     if 'change' in self.summary: parts.append(f'<p><b>Recalibration: {e(self.summary["change"]["text"])}.</b></p>')
     parts.append(metrics_wide(self.metrics).rename(columns=head).to_html(index=False, border=0))
     if self.warnings: parts += ['<p>Warnings:</p><ul>', *(f'<li>{e(w)}</li>' for w in self.warnings), '</ul>']
-    parts += [to_svg(ch) for k, ch in self.charts.items() if k.startswith(('reliability', 'groups'))]
+    charts = report_charts(self, width=PAGE_PX)      # a notebook's column, not the report page's width
+    parts += [to_svg(ch) for k, ch in charts.items() if k.startswith(('reliability', 'groups'))]
     parts.append('<p>The page and its files: <code>calibkit.render.save_report(report, folder)</code>.</p></div>')
     return '\n'.join(parts)
 

@@ -85,8 +85,9 @@ def test_builtins_are_listed_with_their_distribution():
                                  'scaling_binning', 'scaling_binning_kls', 'shared', 'tfg']
     assert set(t.distribution) == {'calibkit'}                       # installed plugins are not loaded in tests
     assert set(t.version) == {importlib.metadata.version('calibkit')}
-    assert sorted(t.name[t.kind == 'extractor']) == ['coref_mc', 'crf_marginals', 'crfsuite', 'openai_logprobs',
-                                                   'p_true', 'seq2seq', 'softmax', 'verbalized']
+    assert sorted(t.name[t.kind == 'extractor']) == ['coref_mc', 'crf_marginals', 'crfsuite', 'hf_token_classification',
+                                                   'openai_logprobs', 'p_true', 'seq2seq', 'softmax', 'spacy',
+                                                   'verbalized']
     assert t.description.map(lambda d: bool(d) and '\n' not in d).all()
     assert t.groupby('kind').name.apply(lambda s: s.is_unique).all()
 
