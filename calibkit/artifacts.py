@@ -233,9 +233,11 @@ RECIPES['generation_ewt'] = Recipe(
          'with top-5 log-probabilities per step (nbs/95_tutorial_generation)')
 
 # %% ../nbs/68_artifacts.ipynb #0bee1c3b
-# tolerances: generous bounds until measured across processors (bench/artifact_drift.py); the outputs are float32
+# tolerances (float32 outputs): measured 2026-11-27 against OPENBLAS_CORETYPE=Prescott, NPY_DISABLE_CPU_FEATURES=
+# "AVX2 FMA3 F16C AVX" and ATEN_CPU_CAPABILITY=default: 2 of 22,464 hf_tiny_upos logits moved by 1.0e-5 (beyond
+# atol 1e-5), so its atol is 1e-4 (10×); spacy_tiny_ewt's probabilities stayed within rtol 1e-4, atol 1e-5
 RECIPES['hf_tiny_upos'] = Recipe(
-    'calibkit.models.tiny_taggers:hf_tiny_upos', seed=0, rtol=1e-4, atol=1e-5, mismatch=0.0,
+    'calibkit.models.tiny_taggers:hf_tiny_upos', seed=0, rtol=1e-4, atol=1e-4, mismatch=0.0,
     what='a tiny BERT token classifier (WordPiece vocabulary and model built here) trained on UD EWT UPOS: held-out '
          'piece logits and word ids (nbs/11b_extract_hf)')
 RECIPES['spacy_tiny_ewt'] = Recipe(
