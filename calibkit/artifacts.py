@@ -245,6 +245,14 @@ RECIPES['spacy_tiny_ewt'] = Recipe(
     what='a blank English spaCy pipeline (tagger, morphologizer) trained on UD EWT XPOS and morphology: held-out '
          'probabilities (nbs/11c_extract_spacy)')
 
+# %% ../nbs/68_artifacts.ipynb #8a493d79
+# tolerances: the small retrain moved by 0 under OPENBLAS_CORETYPE=Prescott and without AVX/AVX2/FMA3 (bench/README.md;
+# crfsuite and SAGA are C/Cython loops, not BLAS); 1e-6 is about 16 float32 steps of a value near 1
+RECIPES['twpos_taggers'] = Recipe(
+    'calibkit.models.taggers:twpos_taggers', seed=0, rtol=1e-6, atol=1e-6, mismatch=0.0,
+    what="tutorial 91's HMM, basic and featured CRF and softmax tagger on Twitter POS (Oct27): dev and test potentials "
+         'or logits (float32); six refits: test P(V) (float64) and predicted tags (nbs/12_models_taggers)')
+
 # %% ../nbs/68_artifacts.ipynb #3e4a686b
 from .config import public_dir
 __dir__ = public_dir(globals())   # dir(module) lists its __all__

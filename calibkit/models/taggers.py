@@ -10,14 +10,15 @@ from typing import NamedTuple
 import numpy as np, pandas as pd
 from scipy import sparse
 from sklearn.exceptions import NotFittedError
-from ..config import default, fixed_threads, require
+from ..config import ARTIFACT_SIZES, default, fixed_threads, require
 from ..events import check_choice, check_float, check_int
 from ..extractors.taggers import crf_marginals, from_crfsuite
 from ..plugins import extractor
 
 # %% auto #0
-__all__ = ['WORD_CLASSES', 'FEATURE_SETS', 'word_class', 'word_shape', 'token_features', 'Potentials', 'Tagger', 'HMMTagger',
-           'crfsuite_weights', 'CRFTagger', 'SoftmaxTagger', 'tagger_output', 'events_from_tagger']
+__all__ = ['WORD_CLASSES', 'FEATURE_SETS', 'TWPOS_MODELS', 'TWPOS_VARIANTS', 'TWPOS_SMALL', 'word_class', 'word_shape',
+           'token_features', 'Potentials', 'Tagger', 'HMMTagger', 'crfsuite_weights', 'CRFTagger', 'SoftmaxTagger',
+           'tagger_output', 'events_from_output', 'events_from_tagger', 'twpos_taggers', 'stored_output']
 
 # %% ../../nbs/12_models_taggers.ipynb #a856dbcf
 _URL = re.compile(r'^(?:https?://|www\.)|\.(?:com|org|net|ly|co|me)(?:/|$)', re.I)
@@ -383,6 +384,18 @@ def tagger_output(
     raise TypeError(f'model must be an HMMTagger, CRFTagger or SoftmaxTagger, got {type(model).__name__}')
 
 # %% ../../nbs/12_models_taggers.ipynb #c3dcd1c2
+def events_from_output(
+    output: tuple,  # what `tagger_output` (or `stored_output`) returns: (output, extractor name, parameters, keywords)
+    tags,  # the gold tags, one list per sentence
+    labels,  # the model's tags, in its columns' order
+    **params,  # the extractor's options: `events=`, `tag=`, `threshold=` (see `tagger_events`)
+) -> pd.DataFrame:  # tagger events (see `tagger_events`)
+    "Events of a tagger's raw output, through the extractor that reads it."
+    if not (isinstance(output, tuple) and len(output) == 4):
+        raise TypeError('output must be the (output, extractor name, parameters, keywords) of tagger_output')
+    out, name, p, kw = output
+    return extractor(name, **p, **params).extract(out, tags, labels=labels, **kw)
+
 def events_from_tagger(
     model: Tagger,  # a fitted `HMMTagger`, `CRFTagger` or `SoftmaxTagger`
     sents,  # sentences: lists of words
@@ -394,8 +407,69 @@ def events_from_tagger(
     if not isinstance(model, Tagger):
         raise TypeError(f'model must be an HMMTagger, CRFTagger or SoftmaxTagger, got {type(model).__name__}')
     model._check_fitted()
-    out, name, p, kw = tagger_output(model, sents)
-    return extractor(name, **p, **params).extract(out, tags, labels=model.tags_, **kw)
+    return events_from_output(tagger_output(model, sents), tags, model.tags_, **params)
+
+
+# %% ../../nbs/12_models_taggers.ipynb #684f78ca
+TWPOS_MODELS = ('hmm', 'crf_basic', 'crf_advanced', 'softmax')   # the taggers of `twpos_taggers`, in its order
+TWPOS_VARIANTS = (('hmm', 'k_emit', 0.01), ('hmm', 'k_emit', 0.1), ('hmm', 'k_emit', 1.0),
+                  ('crf_basic', 'c2', 0.01), ('crf_basic', 'c2', 0.1), ('crf_basic', 'c2', 1.0))   # its refits
+TWPOS_SMALL = (200, 100)   # the 'small' size of `twpos_taggers`: training tweets, and dev and test tweets each
+
+def _twpos_tagger(name: str, seed: int, **params) -> Tagger:
+    if name == 'hmm': return HMMTagger(**params)
+    if name == 'softmax': return SoftmaxTagger(seed=seed, **params)
+    return CRFTagger(name.removeprefix('crf_'), **params)
+
+def _raw(model: Tagger, sents) -> Potentials:
+    "A tagger's potentials (HMM, CRF) or logits (softmax, as emissions without transitions)."
+    return Potentials(model.logits(sents), None) if isinstance(model, SoftmaxTagger) else model.potentials(sents)
+
+def twpos_taggers(
+    size: str = 'full',  # 'full' (all 1,000 training tweets; all dev and test tweets) or 'small' (`TWPOS_SMALL`)
+    seed: int = 0,  # the softmax tagger's solver seed (the HMM and CRF fits draw nothing at random)
+) -> dict:  # per model `{model}_{split}` rows and `{model}_transitions`/`_start`/`_end`; `tags`; `{split}_lengths`;
+            # `variants` (model, parameter, value) with `variants_v` and `variants_pred` on the test tokens
+    "The recipe of the artifact `twpos_taggers`: tutorial 91's taggers fitted on Oct27, their dev and test outputs."
+    from calibkit.datasets import bundled
+    from calibkit.datasets.conll import read_conll
+    check_choice('size', size, ARTIFACT_SIZES)
+    check_int('seed', seed, 0)
+    n_train, n_held = (None, None) if size == 'full' else TWPOS_SMALL
+    data = {s: read_conll(bundled(f'twpos/oct27.{s}')) for s in ('train', 'dev', 'test')}
+    train = (data['train'].tokens[:n_train], data['train'].tags[:n_train])
+    held = {s: data[s].tokens[:n_held] for s in ('dev', 'test')}
+    out = {f'{s}_lengths': np.array([len(x) for x in sents]) for s, sents in held.items()}
+    for name in TWPOS_MODELS:
+        m = _twpos_tagger(name, seed).fit(*train)
+        out['tags'] = np.array(m.tags_)
+        for s, sents in held.items():
+            pot = _raw(m, sents)
+            out[f'{name}_{s}'] = np.concatenate(pot.emissions).astype(np.float32)
+        out |= {f'{name}_{k}': np.asarray(v, np.float64) for k, v in pot._asdict().items()
+                if k != 'emissions' and v is not None}
+    v, pred = [], []
+    for name, param, value in TWPOS_VARIANTS:
+        P = np.concatenate(_twpos_tagger(name, seed, **{param: value}).fit(*train).marginals(held['test']))
+        v.append(P[:, list(out['tags']).index('V')]); pred.append(P.argmax(1))
+    out |= dict(variants=pd.DataFrame(TWPOS_VARIANTS, columns=['model', 'parameter', 'value']),
+                variants_v=np.array(v), variants_pred=np.array(pred, np.int8))
+    return out
+
+def stored_output(
+    outputs: dict,  # the artifact `twpos_taggers` as `calibkit.artifacts.load_artifact` gives it (or the recipe's)
+    model: str,  # one of `TWPOS_MODELS`
+    split: str,  # 'dev' or 'test'
+) -> tuple:  # (output, extractor name, extractor parameters, `extract` keywords), as `tagger_output` returns
+    "A committed tagger's raw output on a split, with the extractor that reads it (for `events_from_output`)."
+    check_choice('model', model, TWPOS_MODELS)
+    check_choice('split', split, ('dev', 'test'))
+    if not isinstance(outputs, dict) or not {'tags', f'{model}_{split}', f'{split}_lengths'} <= outputs.keys():
+        raise TypeError('outputs must be the dict of the twpos_taggers artifact (tags, {model}_{split}, '
+                        '{split}_lengths, ...)')
+    rows = np.split(outputs[f'{model}_{split}'].astype(np.float64), np.cumsum(outputs[f'{split}_lengths'])[:-1])
+    if model == 'softmax': return rows, 'softmax', dict(kind='logits'), {}
+    return rows, 'crf_marginals', {}, {k: outputs.get(f'{model}_{k}') for k in ('transitions', 'start', 'end')}
 
 # %% ../../nbs/12_models_taggers.ipynb #9e0a7656
 from ..config import public_dir
