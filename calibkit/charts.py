@@ -5,7 +5,7 @@
 # %% ../nbs/40_charts.ipynb #3c69c4f0
 from __future__ import annotations
 import base64, html, json, os, re, warnings
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Mapping
 import altair as alt, numpy as np, pandas as pd
@@ -63,18 +63,26 @@ def font_css() -> str:
 # %% ../nbs/40_charts.ipynb #3b529698
 _SVG_TEXT = re.compile(r'<text\b[^>]*>([^<]*)</text>')
 
-def to_svg(chart,  # an Altair chart
-           ) -> str:
-    """The chart rendered as an SVG document (offline, deterministic): text measured with calibkit's font on every
-    machine."""
-    vlc = font_renderer()
-    svg = vlc.vegalite_to_svg(chart_spec(chart), vl_version=vl_version_for_vl_convert())
+@lru_cache(maxsize=16)
+def _render_svg(spec_json: str) -> str:
+    "vl-convert's SVG of a specification given as JSON text: a chart shown on a page and saved beside it renders once."
+    return font_renderer().vegalite_to_svg(json.loads(spec_json), vl_version=vl_version_for_vl_convert())
+
+def _spec_svg(spec: dict) -> str:
+    "The SVG of a Vega-Lite specification (`chart_spec`), with a warning when calibkit's font lacks some of its text."
+    svg = _render_svg(json.dumps(spec))
     missing = sorted(set(''.join(html.unescape(t) for t in _SVG_TEXT.findall(svg))) - set(' \n') - font_chars())
     if missing:
         warnings.warn(f'chart text has {len(missing)} character(s) {FONT} lacks ({"".join(missing[:10])!r}): '
                       "the machine's own fonts draw them, so this chart's SVG can differ between machines",
-                      stacklevel=2)
+                      stacklevel=3)
     return svg
+
+def to_svg(chart,  # an Altair chart
+           ) -> str:
+    """The chart rendered as an SVG document (offline, deterministic): text measured with calibkit's font on every
+    machine."""
+    return _spec_svg(chart_spec(chart))
 
 # %% ../nbs/40_charts.ipynb #a6ef3d5b
 class SVGDisplay:
@@ -514,10 +522,11 @@ def save_chart(chart,         # an Altair chart (as calibkit's chart functions r
     bad = [f for f in formats if f not in SAVE_FORMATS]
     if bad or not formats or len(set(formats)) < len(formats):
         raise ValueError(f'formats must be distinct values of {list(SAVE_FORMATS)}, got {list(formats)}')
-    svg = to_svg(chart) if set(formats) - {'vl.json'} else None
+    spec = chart_spec(chart)
+    svg = _spec_svg(spec) if set(formats) - {'vl.json'} else None
     render = {'svg': lambda: svg, 'png': lambda: font_renderer().svg_to_png(svg, scale=2),
               'pdf': lambda: font_renderer().svg_to_pdf(svg), 'html': lambda: _html_page(svg),
-              'vl.json': lambda: json.dumps(chart_spec(chart), indent=2) + '\n'}
+              'vl.json': lambda: json.dumps(spec, indent=2) + '\n'}
     path.parent.mkdir(parents=True, exist_ok=True)
     targets = [path] if named else [path.with_name(f'{path.name}.{f}') for f in formats]   # the name as given
     for f, target in zip(formats, targets): _write_atomic(target, render[f]())

@@ -80,8 +80,7 @@ def test_report_grid_fills_the_report_page_and_titles_are_whole(tagged):
         assert f'{k}: {m}' in text, f'the title of group {k} is not whole in the SVG'
 
 
-@pytest.mark.parametrize('conf_axis', ['x', 'y'])
-@pytest.mark.parametrize('width', [PAGE_PX, REPORT_PX])
+@pytest.mark.parametrize('conf_axis, width', [('x', PAGE_PX), ('y', REPORT_PX)])   # each axis and each page, sampled
 def test_grid_is_as_wide_as_it_may_be_and_no_wider(conf_axis, width):
     rng = np.random.default_rng(1)
     q = rng.beta(.3, 6, 2000)                       # log-odds axes, whose tick labels are the widest
@@ -91,8 +90,8 @@ def test_grid_is_as_wide_as_it_may_be_and_no_wider(conf_axis, width):
     svg = to_svg(chart)
     columns = chart.to_dict()['columns']
     assert int(re.search(r'<svg[^>]* width="(\d+)"', svg)[1]) <= width
-    wider = to_svg(reliability_grid({f'{title} {i}': t for i in range(12)}, conf_axis=conf_axis, width=10**4,
-                                    columns=columns + 1))
+    wider = to_svg(reliability_grid({f'{title} {i}': t for i in range(columns + 1)}, conf_axis=conf_axis, width=10**4,
+                                    columns=columns + 1))                          # one row of one more column
     assert int(re.search(r'<svg[^>]* width="(\d+)"', wider)[1]) > width     # one more column would not fit
     text = svg_text(svg)
     assert all(f'{title} {i}' in text for i in range(12))
