@@ -169,17 +169,17 @@ def skce_test(
     "Calibration test on the SKCE: asymptotic (linear estimator) or consistency resampling (quadratic estimator)."
     check_choice('estimator', estimator, ESTIMATORS)
     pr = Predictions(scores, gold)
+    least = 4 if estimator == 'linear' else 2       # the linear test: 2 pairs, for a standard deviation
+    if pr.n < least: raise ValueError(f'scores has {pr.n} rows: the {estimator} test needs at least {least}')
     kern = kernel_of(pr, kernel, bandwidth)
     if estimator == 'linear':
         if n_samples is not None or seed is not None:
             raise ValueError('n_samples and seed are the quadratic test\'s: the linear test resamples nothing')
-        if pr.n < 4: raise ValueError(f'scores has {pr.n} rows: the linear test needs at least 4 (2 pairs)')
         t = linear_terms(pr, kern)
         sd = float(t.std(ddof=1))
         if sd == 0: raise ValueError('scores: every pair gives the same term, so the linear test is undefined')
         return Significance(float(t.mean()), float(ndtr(-np.sqrt(len(t)) * t.mean() / sd)), pr.null)
     n_samples = check_int('n_samples', default('ci_samples', n_samples), 1)
-    if pr.n < 2: raise ValueError(f'scores has {pr.n} row: the estimators need at least 2')
     rng = np.random.default_rng(default('seed', seed))
     pairs = pr.n * (pr.n - 1) / 2
     t = float(pair_sums(pr, kern, pr.counts)[0] / pairs)
