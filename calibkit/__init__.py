@@ -14,8 +14,8 @@ from .config import public_dir as _public_dir, settings
 # `make_events`.
 _CORE = {'events': ['make_events', 'events_from_scores', 'top_label_events', 'as_pairs'],
          'binning': ['equal_mass_bins', 'fixed_width_bins', 'bin_stats', 'BinStats'],
-         'metrics': ['calib_mse', 'calib_mse_interval', 'ece', 'ece_interval', 'smce', 'gmce', 'marginal_ce',
-                     'top_label_ce', 'brier', 'Interval'],
+         'metrics': ['calib_mse', 'calib_mse_interval', 'ece', 'ece_interval', 'ece_sweep', 'smce', 'gmce',
+                     'marginal_ce', 'top_label_ce', 'brier', 'Interval'],
          'significance': ['spiegelhalter_test', 'ecce_mad_test', 'ecce_r_test', 'calib_mse_test',
                           'consistency_bands', 'cumulative_differences', 'Significance'],
          'kernel': ['skce', 'skce_test'],

@@ -12,11 +12,11 @@ from .config import BINNINGS, default
 from .events import as_pairs, check_choice, check_float, check_int
 
 # %% auto #0
-__all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'BIN_INTERVALS', 'DING_Z', 'sort_pairs', 'keep_ties', 'tie_runs',
-           'SortedEvents', 'sorted_events', 'bin_starts', 'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats',
+__all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'BIN_INTERVALS', 'DING_Z', 'SWEEP_BLOCK', 'sort_pairs', 'keep_ties',
+           'tie_runs', 'SortedEvents', 'sorted_events', 'bin_starts', 'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats',
            'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats',
            'z_value', 'bin_interval', 'bin_table', 'equal_mass_bins', 'fixed_width_bins', 'ding_sizes',
-           'adaptive_stats', 'bin_stats', 'group_bins', 'BINNINGS']
+           'adaptive_stats', 'sweep_n_bins', 'sweep_stats', 'bin_stats', 'group_bins', 'BINNINGS']
 
 # %% ../nbs/02_binning.ipynb #aaa6565c
 def sort_pairs(
@@ -415,6 +415,51 @@ def adaptive_stats(
     flipped = {k: None if v is None else v[::-1].copy() for k, v in vars(st).items()}
     return BinStats(**flipped | dict(lo=st.hi[::-1].copy(), hi=st.lo[::-1].copy()))
 
+# %% ../nbs/02_binning.ipynb #9cdc9378
+SWEEP_BLOCK = 1 << 22   # bins evaluated in one vectorised pass of the sweep at most (memory: a few arrays of this size)
+
+def sweep_n_bins(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `SortedEvents`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or a `SortedEvents`)
+) -> int:  # the chosen number of equal-mass bins b*
+    """Roelofs et al.'s (2022, §4) number of equal-mass bins: the largest b whose bins, and those of every b' < b, have
+    non-decreasing accuracies (ties in confidence kept whole, as `equal_mass_stats`)."""
+    se = sorted_events(conf, correct)
+    cs, n = se.cs, len(se.cs)
+    _, cnt, pos = se.runs                                 # runs of equal confidences: the finest bins
+    if np.all(pos[:-1] * cnt[1:] <= pos[1:] * cnt[:-1]): return n     # monotone there: monotone for every b
+    k_cum = np.r_[0, np.cumsum(se.ys, dtype=np.int64)]    # correct events among the first r sorted events
+    new = np.r_[True, cs[1:] != cs[:-1]]
+    run_lo = np.maximum.accumulate(np.where(new, np.arange(n), 0))      # the run each rank lies in: its start...
+    run_hi = np.r_[np.flatnonzero(new)[1:], n][np.cumsum(new) - 1]       # ...and its end
+    b0 = 1
+    while True:                                           # blocks of b's, sizes doubling: b0 … b0 + step − 1
+        step = max(1, min(b0, n - b0 + 1, SWEEP_BLOCK // (2 * b0)))
+        bb = np.arange(b0, b0 + step)
+        which = np.repeat(bb, bb)                         # each bin's b
+        j = np.arange(len(which)) - np.repeat(np.cumsum(bb) - bb, bb)   # its index among b's bins
+        k = j * n // which                                # its first rank, before ties are kept whole
+        a, h = run_lo[k], run_hi[k]
+        k = np.where(k - a > h - k, h, a)                 # a cut inside a run: to its nearer end (start on a half)
+        end = np.r_[k[1:], n]
+        end[np.flatnonzero(j == which - 1)] = n           # each b's last bin ends at n
+        keep = end > k                                    # merged cuts leave empty bins: dropped
+        k, end, which = k[keep], end[keep], which[keep]
+        m, kc = end - k, k_cum[end] - k_cum[k]
+        down = (which[1:] == which[:-1]) & (kc[:-1] * m[1:] > kc[1:] * m[:-1])   # a strict decrease within one b
+        if down.any(): return int(which[1:][down].min()) - 1
+        b0 += step
+
+def sweep_stats(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `SortedEvents`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or a `SortedEvents`)
+    *,
+    moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
+) -> BinStats:  # the equal-mass bins of the chosen number, in ascending confidence
+    "`BinStats` of the equal-mass bins whose number ECE-sweep chooses (`sweep_n_bins`: Roelofs et al. 2022, §4)."
+    se = sorted_events(conf, correct)
+    return equal_mass_stats(se, n_bins=sweep_n_bins(se), moments=moments)
+
 # %% ../nbs/02_binning.ipynb #788d4e16
 _all_ = ['BINNINGS']   # the schemes, defined once in calibkit.config (the numpy-free CLI reads them too)
 
@@ -422,13 +467,13 @@ def bin_stats(
     conf,  # confidences in [0, 1] (or an events frame with `conf, correct`, or a `BinStats`)
     correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame or `BinStats`)
     *,
-    n_bins: int | None = None,  # number of bins (default: the settings' n_bins, 10; not for 'adaptive')
+    n_bins: int | None = None,  # number of bins (default: the settings' n_bins, 10; not for 'adaptive', 'sweep')
     bin_size: int | None = None,  # events per equal-mass bin, instead of `n_bins`
-    binning: str = 'equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive'
+    binning: str = 'equal_mass',  # 'equal_mass', 'fixed_width', 'adaptive' or 'sweep'
     moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
 ) -> BinStats:  # the binned events (`conf` itself when it is a `BinStats`)
     """`BinStats` of `conf` (events or a `BinStats`, passed through) binned by `binning` ('equal_mass', 'fixed_width',
-    'adaptive')."""
+    'adaptive', 'sweep')."""
     check_choice('binning', binning, BINNINGS)
     if isinstance(conf, BinStats):
         if correct is not None: raise TypeError('correct must be None when the first argument is a BinStats')
@@ -436,10 +481,10 @@ def bin_stats(
             raise ValueError('n_bins/bin_size do not apply to a BinStats (already binned)')
         if moments and conf.sum_conf2 is None: raise ValueError('this metric needs BinStats built with moments=True')
         return conf
-    if binning == 'adaptive':
+    if binning in ('adaptive', 'sweep'):
         if n_bins is not None or bin_size is not None:
-            raise ValueError("binning='adaptive' chooses its own bins: n_bins/bin_size do not apply")
-        return adaptive_stats(conf, correct, moments=moments)
+            raise ValueError(f"binning={binning!r} chooses its own bins: n_bins/bin_size do not apply")
+        return (adaptive_stats if binning == 'adaptive' else sweep_stats)(conf, correct, moments=moments)
     spec = bin_spec(n_bins, bin_size)
     if binning == 'equal_mass': return equal_mass_stats(conf, correct, **spec, moments=moments)
     if 'bin_size' in spec: raise ValueError("bin_size applies to equal-mass bins; fixed-width bins take n_bins")
@@ -452,13 +497,13 @@ def group_bins(c,  # confidences
                n_groups: int,  # number of groups
                *, n_bins=None,  # bins per group (capped at its events; default: the settings' n_bins)
                bin_size=None,  # events per bin, instead of `n_bins`
-               binning='equal_mass',  # 'equal_mass' or 'fixed_width' (adaptive: equal-mass)
+               binning='equal_mass',  # 'equal_mass' or 'fixed_width' (adaptive, sweep: equal-mass)
                ) -> tuple[BinStats, np.ndarray]:  # every group's bins in turn, and each bin's group id
     """The bins of every group at once (vectorised over groups: no loop over them): one `BinStats` holding each group's
     bins in turn (ascending confidence within a group, empty bins dropped) and each bin's group id (1..n_groups).
     Equal-mass bins are cut per group as `equal_mass_stats` cuts them (`n_bins` or `bin_size` capped at the group's
-    events, ties kept together); fixed-width bins are the same edges for every group. Adaptive bins are chosen per
-    group's data, so groups get equal-mass bins under `binning='adaptive'`."""
+    events, ties kept together); fixed-width bins are the same edges for every group. Adaptive and sweep bins are
+    chosen per group's data, so groups get equal-mass bins under `binning='adaptive'` or `'sweep'`."""
     c, y, gid = np.asarray(c), np.asarray(y), np.asarray(gid, np.int64)
     if binning == 'fixed_width':
         edges = fixed_width_edges(default('n_bins', n_bins))

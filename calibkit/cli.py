@@ -204,10 +204,10 @@ def _plugin(kind: str, name, params):
 def _check_flags(args) -> None:
     "Usage errors (2) for flags that configure nothing: plugin parameters, counts or groups without their plugin."
     if args.format and args.input != '-': raise CLIError(EX_USAGE, '--format applies to standard input (-) only')
-    if args.binning == 'adaptive' and (args.n_bins or args.bin_size):
-        raise CLIError(EX_USAGE, '--binning adaptive chooses its own bins: --n-bins/--bin-size do not apply')
-    if args.binning == 'adaptive' and getattr(args, 'dask', None) is not None:
-        raise CLIError(EX_USAGE, '--binning adaptive searches the sorted events in memory: not with --dask')
+    if args.binning in ('adaptive', 'sweep') and (args.n_bins or args.bin_size):
+        raise CLIError(EX_USAGE, f'--binning {args.binning} chooses its own bins: --n-bins/--bin-size do not apply')
+    if args.binning in ('adaptive', 'sweep') and getattr(args, 'dask', None) is not None:
+        raise CLIError(EX_USAGE, f'--binning {args.binning} searches the sorted events in memory: not with --dask')
     if args.param and args.recalibrator in (None, 'none'):
         raise CLIError(EX_USAGE, '--param needs --recalibrator (not none)')
     if args.grouper is None:
@@ -419,8 +419,9 @@ def parser() -> argparse.ArgumentParser:
                    help=f'bins (default {s.n_bins}; at most the number of events)')
     b.add_argument('--bin-size', type=int_flag('--bin-size', 1), help='events per equal-mass bin')
     r.add_argument('--binning', choices=BINNINGS, default='equal_mass',   # config.BINNINGS, as binning.BINNINGS
-                   help='bins: equal_mass (default), fixed_width, or adaptive (Ding et al. 2020: chooses its own '
-                        'number)')
+                   help='bins: equal_mass (default), fixed_width, adaptive (Ding et al. 2020: chooses its own '
+                        'number) or sweep (ECE-sweep, Roelofs et al. 2022: the most equal-mass bins with monotone '
+                        'accuracies)')
     r.add_argument('--level', type=float_flag('--level', 0, 1, lo_open=True, hi_open=True),
                    help=f'level of the intervals and consistency bands (default {s.ci_level}); the significance test '
                         f'is at the level 1 − LEVEL ({1 - s.ci_level:.2g} by default)')

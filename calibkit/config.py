@@ -115,7 +115,7 @@ def check_threshold(
 
 
 # %% ../nbs/00_config.ipynb #b1a7c0e3
-BINNINGS = ('equal_mass', 'fixed_width', 'adaptive')   # binning schemes (see `calibkit.binning.bin_stats`)
+BINNINGS = ('equal_mass', 'fixed_width', 'adaptive', 'sweep')   # binning schemes (see `calibkit.binning.bin_stats`)
 FORMATS = {'csv': '.csv', 'jsonl': '.jsonl', 'parquet': '.parquet'}   # standard input's formats (`calibkit.inputs`)
 
 # %% ../nbs/00_config.ipynb #5b1e0c02

@@ -39,14 +39,14 @@ def register_groupers(
 
 # %% ../nbs/19_default_plugins.ipynb #43bcd8a6
 from .recalibrators import (BetaCalibration, HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS,
-                                    UncertaintyNormaliser)
+                                    UncertaintyNormaliser, VennAbers)
 
 @hookimpl
 def register_recalibrators(
     register,  # the registry's callback: `register(cls)` adds one recalibrator class
 ) -> None:
     "Register calibkit's built-in recalibrators (the `register_recalibrators` hook)."
-    for cls in (HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS, BetaCalibration,
+    for cls in (HistogramBinning, Isotonic, Platt, ScalingBinning, ScalingBinningKLS, BetaCalibration, VennAbers,
                 UncertaintyNormaliser): register(cls)
 
 # %% ../nbs/19_default_plugins.ipynb #45084d27

@@ -11,11 +11,12 @@ import numpy as np, pandas as pd
 from .config import default, progress
 from .events import (as_frame, as_pairs, check_bool, check_choice, check_group_map, check_int, check_scores,
                              events_from_scores, group_ids, top_label_events)
-from .binning import BinStats, aggregate_gaps, bin_spec, bin_starts, bin_stats, group_bins, wsum, z_value
+from .binning import (BinStats, aggregate_gaps, bin_spec, bin_starts, bin_stats, equal_mass_stats, group_bins,
+                              sorted_events, sweep_n_bins, wsum, z_value)
 
 # %% auto #0
-__all__ = ['DRAWS_AT_ONCE', 'NORMS', 'calib_mse', 'Interval', 'calib_mse_interval', 'ece', 'ece_interval', 'smce', 'group_errors',
-           'gmce', 'MarginalCE', 'marginal_ce', 'top_label_ce', 'Brier', 'brier']
+__all__ = ['DRAWS_AT_ONCE', 'NORMS', 'calib_mse', 'Interval', 'calib_mse_interval', 'ece', 'ece_interval', 'SweepECE',
+           'ece_sweep', 'smce', 'group_errors', 'gmce', 'MarginalCE', 'marginal_ce', 'top_label_ce', 'Brier', 'brier']
 
 # %% ../nbs/03_metrics.ipynb #b3ae381b
 def calib_mse(
@@ -166,13 +167,12 @@ def ece(
     n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
     bin_size=None,  # events per equal-mass bin, instead of `n_bins`
     norm='l1',  # how bin gaps are aggregated: 'l1' (mean), 'l2' (root mean square) or 'max'
-    binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive' (Ding et al. 2020)
+    binning='equal_mass',  # 'equal_mass', 'fixed_width', 'adaptive' (Ding et al. 2020) or 'sweep'
 ) -> float:
     """Expected calibration error with `norm` l1, l2 or max over `binning` bins ('equal_mass', 'fixed_width', 'adaptive'
-    = Ding et al.), or over a `BinStats`."""
+    = Ding et al., 'sweep' = Roelofs et al.), or over a `BinStats`."""
     check_choice('norm', norm, NORMS)
     return bin_stats(conf, correct, n_bins=n_bins, bin_size=bin_size, binning=binning).error(norm)
-
 
 # %% ../nbs/03_metrics.ipynb #e7dfdf45
 def ece_interval(
@@ -182,7 +182,7 @@ def ece_interval(
     n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
     bin_size=None,  # events per equal-mass bin, instead of `n_bins`
     norm='l1',  # how bin gaps are aggregated: 'l1' (mean), 'l2' (root mean square) or 'max'
-    binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive' (Ding et al. 2020)
+    binning='equal_mass',  # 'equal_mass', 'fixed_width', 'adaptive' (Ding et al. 2020) or 'sweep'
     n_samples=None,  # resamples for the interval (default: the settings' ci_samples)
     level=None,  # interval level in (0, 1) (default: the settings' ci_level)
     seed=None,  # random seed of the resampling (default: the settings' seed)
@@ -193,6 +193,25 @@ def ece_interval(
     st = bin_stats(conf, correct, n_bins=n_bins, bin_size=bin_size, binning=binning)
     iv = _normal_interval(st, norm, n_samples, level, np.random.default_rng(seed))
     return _warn_degenerate(st, iv, 'ece_interval')
+
+# %% ../nbs/03_metrics.ipynb #b88e27f9
+class SweepECE(NamedTuple):
+    "ECE-sweep: the estimate and the number of equal-mass bins the sweep chose."
+    estimate: float  # the binned error with the chosen bins
+    n_bins: int      # the chosen number of bins b* (ties in confidence can merge some: see `sweep_n_bins`)
+
+def ece_sweep(
+    conf,  # confidences in [0, 1] (or an events frame with `conf, correct`)
+    correct=None,  # outcomes, 1/True = correct (None when `conf` is a frame)
+    *,
+    norm='l2',  # 'l2' (p = 2, as Roelofs et al. report it) or 'l1' (p = 1)
+) -> SweepECE:
+    """ECE-sweep (Roelofs, Cain, Shlens & Mozer 2022, §4): the l_p error over equal-mass bins, their number the largest
+    whose bin accuracies (and those of every smaller number) are monotone; with that number."""
+    check_choice('norm', norm, ('l1', 'l2'))
+    se = sorted_events(conf, correct)
+    b = sweep_n_bins(se)
+    return SweepECE(equal_mass_stats(se, n_bins=b).error(norm), b)
 
 # %% ../nbs/03_metrics.ipynb #3af8bb7f
 def smce(

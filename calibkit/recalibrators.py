@@ -15,8 +15,9 @@ from .binning import bin_starts, sort_pairs, tie_runs
 
 # %% auto #0
 __all__ = ['EXPECTED_FAILED_CHECKS', 'NORMALISER_EXPECTED_FAILED_CHECKS', 'as_scores', 'fit_pairs', 'like', 'Recalibrator',
-           'equal_mass_edges', 'bin_index', 'HistogramBinning', 'Isotonic', 'logistic_fit', 'Platt', 'BetaCalibration',
-           'fresh', 'ScalingBinning', 'ScalingBinningKLS', 'Grouped', 'as_uncertainty', 'UncertaintyNormaliser']
+           'equal_mass_edges', 'bin_index', 'HistogramBinning', 'Isotonic', 'gcm_sweep', 'VennAbers', 'logistic_fit',
+           'Platt', 'BetaCalibration', 'fresh', 'ScalingBinning', 'ScalingBinningKLS', 'Grouped', 'as_uncertainty',
+           'UncertaintyNormaliser']
 
 # %% ../nbs/30_recalibrators.ipynb #db6a0c6f
 def _check_both(y: np.ndarray) -> None:
@@ -196,6 +197,62 @@ class Isotonic(Recalibrator):
         self.x_, self.y_ = x[keep], f[keep]
 
     def _transform(self, c): return np.interp(c, self.x_, self.y_)
+
+# %% ../nbs/30_recalibrators.ipynb #74137af6
+def gcm_sweep(
+    w: np.ndarray,  # events per distinct fit score, in ascending order of score
+    pos: np.ndarray,  # correct events per distinct fit score
+) -> np.ndarray:  # k + 1 values: p1 before the first score, between each two, after the last
+    """The isotonic fit at a test point labelled 1, at each of the k + 1 places among k distinct fit scores: the GCM of
+    the cumulative sum diagram, swept left to right (Vovk, Petej & Fedorova 2015, §4, Algorithms 1–2)."""
+    X = np.r_[-1, 0, np.cumsum(w)].astype(np.float64).tolist()      # P_{-1} = P_0 − (1, 1), P_0, P_1 … P_k
+    Y = np.r_[-1, 0, np.cumsum(pos)].astype(np.float64).tolist()    # integer counts: the turns below are exact
+    turn = lambda o, a, b: (X[a] - X[o]) * (Y[b] - Y[o]) - (Y[a] - Y[o]) * (X[b] - X[o])   # > 0: o → a → b turns left
+    S = []
+    for j in range(len(X)):                  # the GCM on a stack (a loop over distinct fit scores, not test scores)
+        while len(S) > 1 and turn(S[-2], S[-1], j) <= 0: S.pop()
+        S.append(j)
+    S.reverse()                              # its leftmost point on top
+    k = len(w)
+    out = np.empty(k + 1)
+    for i in range(k + 1):
+        a, b = S[-1], S[-2]
+        out[i] = (Y[b] - Y[a]) / (X[b] - X[a])            # the GCM's first edge: the fit at the test point
+        if i == k: break
+        j = i + 1                                          # P_i leaves the right part: it moves to P_{i+1} − (1, 1)
+        X[j], Y[j] = X[j - 1] + X[j + 1] - X[j], Y[j - 1] + Y[j + 1] - Y[j]
+        if turn(S[-1], S[-2], j) >= 0: continue           # on or above the first edge: the GCM keeps it
+        S.pop()
+        while len(S) > 1 and turn(j, S[-1], S[-2]) <= 0: S.pop()
+        S.append(j)
+    return out
+
+# %% ../nbs/30_recalibrators.ipynb #7bf21817
+class VennAbers(Recalibrator):
+    """Inductive Venn–Abers predictor (Vovk & Petej 2014): per score the isotonic fits p0, p1 with the score added
+    labelled 0 and 1; `transform` gives the merged probability p1 / (1 − p0 + p1), `predict_interval` the pair."""
+    name = 'venn_abers'
+    description = ('Inductive Venn-Abers predictor (Vovk & Petej 2014): isotonic fits with the score added labelled 0 '
+                   'and 1 (an interval p0..p1), merged into p1 / (1 - p0 + p1)')
+
+    def _fit(self, c, y):
+        x, w, pos = tie_runs(*sort_pairs(c, y))               # distinct fit scores, events and correct events of each
+        self.x_ = x
+        self.p1_ = gcm_sweep(w, pos)                            # place i: after the i-th distinct fit score
+        self.p0_ = 1 - gcm_sweep(w[::-1], (w - pos)[::-1])[::-1]   # the mirrored events' p1
+
+    def predict_interval(self,
+                         X,  # confidences, shape (n,) or (n, 1), a Series, or an events frame
+                         ) -> tuple[np.ndarray, np.ndarray]:  # p0 and p1, each of shape (n,)
+        """The Venn–Abers interval (p0, p1) of each score: the isotonic fits with the score added labelled 0 and 1
+        (a score equal to a fit score is tied with it)."""
+        self._check_fitted()
+        c = self._scores(X)
+        return self.p0_[np.searchsorted(self.x_, c, 'right')], self.p1_[np.searchsorted(self.x_, c, 'left')]
+
+    def _transform(self, c):
+        p0, p1 = self.predict_interval(c)
+        return p1 / (1 - p0 + p1)                              # p0 ≤ p1: the denominator is at least 1 − p0 + p0 > 0
 
 # %% ../nbs/30_recalibrators.ipynb #691ab947
 def _logit(c, eps):

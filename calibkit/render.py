@@ -127,7 +127,7 @@ def report_html(r: Report,  # a calibration report
         gt = r.groups
         shown = gt[gt.groupby('stage', sort=False).cumcount() < MAX_HTML_GROUPS]
         more = len(gt) - len(shown)
-        per = e(binning if binning != "adaptive" else "equal-mass")
+        per = e(binning if binning not in ("adaptive", "sweep") else "equal-mass")
         parts += [f'<h2>Per group (GMCE)</h2><p class="note">GMCE: the l2 calibration error (√CalibMSE) of each '
                   f'group\'s events in its own {per} bins (Kranzlein, Liu &amp; Schneider 2021, §4); '
                   f'groups by {e(str(r.meta["grouper"]))}, 1 = the most frequent; members: the group\'s tag, or its '

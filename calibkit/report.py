@@ -21,22 +21,22 @@ from .plugins import make
 
 # %% auto #0
 __all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'REPORT_PX', 'PANEL_REASONS',
-           'stage_stats', 'bins_note', 'metric_rows', 'grouper_counts', 'recalibrated', 'gold_outside_text',
-           'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text', 'stage_significance', 'significance_text',
-           'reconcile_text', 'verdict_sentences', 'Report', 'stage_name', 'conformal_summary', 'calibration_report',
-           'dask_report', 'panel_groups', 'report_charts', 'metrics_wide']
+           'stage_stats', 'bins_note', 'metric_rows', 'grouper_counts', 'recalibrated', 'interval_bins',
+           'gold_outside_text', 'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text', 'stage_significance',
+           'significance_text', 'reconcile_text', 'verdict_sentences', 'Report', 'stage_name', 'conformal_summary',
+           'calibration_report', 'dask_report', 'panel_groups', 'report_charts', 'metrics_wide']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
                 y,  # and outcomes (0/1)
                 *, n_bins=None,  # bins asked for (default: the settings'); capped at the number of events
                 bin_size=None,  # or events per equal-mass bin
-                binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive'
+                binning='equal_mass',  # 'equal_mass', 'fixed_width', 'adaptive' or 'sweep'
                 warn=None,  # called with a message when n_bins is capped
                 presorted=None,  # the stage's events sorted once (`sorted_events`), reused by equal-mass bins
                 ) -> BinStats:
     """ONE `BinStats` (with moments) for a stage: `n_bins` capped at the number of events (`warn` is told), or
-    `bin_size`; adaptive bins choose their own number."""
+    `bin_size`; adaptive and sweep bins choose their own number."""
     if binning == 'equal_mass' and bin_size is not None: bin_size = min(check_int('bin_size', bin_size, 1), len(c))
     elif binning == 'equal_mass':
         n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
@@ -52,10 +52,13 @@ def bins_note(st: BinStats,  # the stage's bins
               bin_size=None,  # or the events per bin asked for
               binning='equal_mass',  # the binning asked for
               ) -> str | None:
-    """Why `st` has fewer (non-empty) bins than asked for, in one sentence; for adaptive bins, how many they chose;
-    else None."""
+    """Why `st` has fewer (non-empty) bins than asked for, in one sentence; for adaptive or sweep bins, how many they
+    chose; else None."""
     n, used = st.total, int(np.count_nonzero(st.n))
     if binning == 'adaptive': return f'adaptive binning (Ding et al. 2020) chose {used} bins for {n:,} events'
+    if binning == 'sweep':
+        return (f'ECE-sweep (Roelofs et al. 2022) chose {used} equal-mass bins for {n:,} events (the most with '
+                'monotone accuracies)')
     if binning == 'fixed_width':
         asked = len(st.n)
         if used == asked: return None
@@ -173,6 +176,24 @@ def recalibrated(ev,  # the evaluated events
         recalibrator = Grouped(grouper, recalibrator)
     with _events_of(names[1]): recalibrator.fit(fit)
     with _events_of(names[0]): return recalibrator.transform(ev)
+
+# %% ../nbs/60_report.ipynb #69cd9a01
+def interval_bins(p: np.ndarray,  # a stage's recalibrated confidences (the merged probabilities)
+                  p0: np.ndarray,  # each event's Venn–Abers p0
+                  p1: np.ndarray,  # and p1
+                  st: BinStats,  # the stage's bins of `p`
+                  ) -> tuple[pd.DataFrame, str]:  # per bin `p0`, `p1` (means), and the verdict's sentence
+    """Each bin's mean Venn–Abers p0 and p1 (bins are consecutive runs of the events sorted by `p`), and one sentence
+    on the interval's width."""
+    o = np.lexsort((p0, p))                          # the order the bins cut (equal p: by p0, a fixed order)
+    ends = np.cumsum(st.n)
+    starts = ends - st.n
+    cum = lambda v: np.r_[0.0, np.cumsum(v[o])]
+    mean = lambda v: np.divide(cum(v)[ends] - cum(v)[starts], st.n, out=np.full(len(st.n), np.nan), where=st.n > 0)
+    w = p1 - p0
+    text = (f'Venn–Abers interval p0–p1: mean width {w.mean():#.3g} over the {len(p):,} events, widest {w.max():#.3g} '
+            '(each bin\'s mean p0 and p1 are in the bins table)')
+    return pd.DataFrame({'p0': mean(p0), 'p1': mean(p1)}), text
 
 # %% ../nbs/60_report.ipynb #2429ffb1
 def gold_outside_text(counts: dict,  # gold tag -> tokens, for tags outside the model's labels (`attrs['gold_outside']`)
@@ -496,7 +517,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                        params=None,  # the named recalibrator's parameters
                        n_bins=None,  # bins (default: the settings' n_bins)
                        bin_size=None,  # or events per equal-mass bin
-                       binning='equal_mass',  # 'equal_mass', 'fixed_width' or 'adaptive' (Ding et al. 2020)
+                       binning='equal_mass',  # 'equal_mass', 'fixed_width', 'adaptive' (Ding et al. 2020) or 'sweep'
                        level=None,  # interval, band and test level (default: the settings' ci_level)
                        n_samples=None,  # resamples for intervals and bands (default: the settings' ci_samples)
                        seed=None,  # their seed (default: the settings' seed)
@@ -516,8 +537,8 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
     if fit is not None: as_pairs(fit)
     check_choice('binning', binning, BINNINGS)
     if n_bins is not None and bin_size is not None: raise ValueError('give at most one of n_bins and bin_size')
-    if binning == 'adaptive' and (n_bins is not None or bin_size is not None):
-        raise ValueError("binning='adaptive' chooses its own bins: n_bins/bin_size do not apply")
+    if binning in ('adaptive', 'sweep') and (n_bins is not None or bin_size is not None):
+        raise ValueError(f"binning={binning!r} chooses its own bins: n_bins/bin_size do not apply")
     level, n_samples, seed = default('ci_level', level), default('ci_samples', n_samples), default('seed', seed)
     seed, all_groups = check_int('seed', seed, 0), check_bool('all_groups', all_groups)
     said = []
@@ -538,9 +559,12 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
         if fit is not None and _same_events(fit, events):
             said.append('the fit events are the evaluated events: the result is not held-out')
         stages = {'before': (events, c0, y0)}           # validated once: the arrays are reused
+        interval = None                                  # the recalibrator's interval per event (Venn–Abers)
         if recalibrator not in (None, 'none'):
-            after = recalibrated(events, fit, g, make('recalibrator', recalibrator, params), names=names)
+            rec = make('recalibrator', recalibrator, params)
+            after = recalibrated(events, fit, g, rec, names=names)
             stages['after'] = (after, *as_pairs(after))
+            if g is None and callable(getattr(rec, 'predict_interval', None)): interval = rec.predict_interval(events)
         metrics, bins, groups, curves, info = [], [], [], [], {}
         gn = dict(grouper=_plugin_name(grouper), n_groups=getattr(g, 'n_groups_', None))
         for stage, (ev, c, y) in stages.items():
@@ -550,6 +574,9 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             rows = metric_rows(st, level=level, n_samples=n_samples, seed=seed)
             metrics += [dict(stage=stage, **r) for r in rows]
             bt, bands = stage_bands(c, y, st, level=level, n_samples=n_samples, seed=seed)
+            if stage == 'after' and interval is not None:
+                ib, ivtext = interval_bins(c, *interval, st)
+                bt = bt.assign(p0=ib.p0.to_numpy(), p1=ib.p1.to_numpy())
             bins.append(bt.reset_index().assign(stage=stage, group='all'))
             rk = ranking(se)                             # the selective metrics and the curve
             curves.append(risk_coverage(rk, max_points=MAX_CURVE_POINTS).assign(stage=stage))
@@ -564,7 +591,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                                selective=selective_summary(rk).to_dict())
             if g is None: continue
             with _events_of(names[0]): gid = np.asarray(g.assign(ev['label']))
-            gb = 'equal_mass' if binning == 'adaptive' else binning
+            gb = 'equal_mass' if binning in ('adaptive', 'sweep') else binning
             sg, bg = group_bins(c, y, gid, g.n_groups_, n_bins=n_bins, bin_size=bin_size, binning=gb)
             every, per = np.arange(1, g.n_groups_ + 1), gb == 'equal_mass'   # every group; equal-mass: sizes asked
             t = group_metrics(sg, bg, level=level, n_samples=n_samples, seed=seed, groups=every,
@@ -581,6 +608,9 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
     said = list(dict.fromkeys(said))                     # each warning once, in order
     for w in said: warnings.warn(w, stacklevel=2)
     cols = ['stage', 'group', 'bin', 'lo', 'hi', 'n', 'conf', 'acc', 'se', 'ci_lo', 'ci_hi', 'band_lo', 'band_hi']
+    cols += ['p0', 'p1'] if interval is not None else []
+    verdict = {s: verdict_sentences(i['verdict'], i['significance']) for s, i in info.items()}
+    if interval is not None: verdict['after'].append(ivtext)
     gcols = ['stage', 'group', 'members', 'gmce', 'lo', 'hi', 'n_events', 'n_labels', 'n_bins']
     meta = dict(title=title, calibkit_version=calibkit_version(), binning=binning, n_bins=info['before']['n_bins'],
                 n_bins_requested=n_bins, bin_size=bin_size, level=level, n_samples=n_samples, seed=seed,
@@ -595,7 +625,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                   bins=pd.concat(bins)[cols].reset_index(drop=True),
                   groups=pd.concat(groups).reindex(columns=gcols).reset_index(drop=True) if groups else None,
                   meta=meta, warnings=said, stages=info,
-                  verdict={s: verdict_sentences(i['verdict'], i['significance']) for s, i in info.items()},
+                  verdict=verdict,
                   conformal=conf,
                   curves=pd.concat(curves)[['stage', *curves[0].columns[:-1]]].reset_index(drop=True))
 
@@ -662,9 +692,9 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
     level, n_samples, seed = default('ci_level', level), default('ci_samples', n_samples), default('seed', seed)
     seed, all_groups = check_int('seed', seed, 0), check_bool('all_groups', all_groups)
     said = []
-    if binning == 'adaptive':
-        raise ValueError("binning='adaptive' needs the events in memory (it searches the sorted events); out of core, "
-                         "use 'equal_mass' or 'fixed_width'")
+    if binning in ('adaptive', 'sweep'):
+        raise ValueError(f"binning={binning!r} needs the events in memory (it searches the sorted events); out of "
+                         "core, use 'equal_mass' or 'fixed_width'")
     kw = dict(n_bins=n_bins, bin_size=bin_size, binning=binning, level=level, n_samples=n_samples, seed=seed,
               sample_size=sample_size, sketch=sketch)
     with warnings.catch_warnings(record=True) as caught:

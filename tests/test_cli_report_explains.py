@@ -95,7 +95,7 @@ def test_cli_binnings_are_the_librarys():
     from calibkit import binning, cli, config
     assert cli.BINNINGS == binning.BINNINGS
     assert cli.BINNINGS is binning.BINNINGS is config.BINNINGS   # one definition (config), re-exported
-    assert config.BINNINGS == ('equal_mass', 'fixed_width', 'adaptive')
+    assert config.BINNINGS == ('equal_mass', 'fixed_width', 'adaptive', 'sweep')
 
 
 def test_per_class_on_many_labels_names_and_counts_every_group():

@@ -82,7 +82,7 @@ def test_builtins_are_listed_with_their_distribution():
     assert {r.plugin for table in P.registry().values() for r in table.values()} == {'calibkit.default_plugins'}
     mine = t[t.kind.isin(['grouper', 'recalibrator'])]
     assert sorted(mine.name) == ['beta', 'by_subtag', 'histogram', 'isotonic', 'normaliser', 'per_class', 'platt',
-                                 'scaling_binning', 'scaling_binning_kls', 'shared', 'tfg']
+                                 'scaling_binning', 'scaling_binning_kls', 'shared', 'tfg', 'venn_abers']
     assert set(t.distribution) == {'calibkit'}                       # installed plugins are not loaded in tests
     assert set(t.version) == {importlib.metadata.version('calibkit')}
     assert sorted(t.name[t.kind == 'extractor']) == ['coref_mc', 'crf_marginals', 'crfsuite', 'hf_token_classification',
