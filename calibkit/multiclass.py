@@ -114,6 +114,8 @@ class _Scaling(BaseEstimator):
 class TemperatureScaling(_Scaling):
     """Temperature scaling (Guo et al. 2017, §4.2) of logits or probabilities, fitted by minimising dev NLL; optionally
     one temperature per group of labels."""
+    name = 'temperature'
+    description = 'Temperature scaling of n×K logits or probabilities: softmax(z / T), one T or one per label group'
     def __init__(self,
                  input: str = 'auto',  # 'auto' (probabilities detected), 'logits' or 'probs'
                  groups=None,          # a group per column (array of K), a mapping column -> group, or None
@@ -145,6 +147,8 @@ class TemperatureScaling(_Scaling):
 class VectorScaling(_Scaling):
     """Vector scaling (Guo et al. 2017, §4.2): softmax(w ⊙ z + b), a weight and bias per label, fitted by minimising
     dev NLL."""
+    name = 'vector'
+    description = 'Vector scaling of n×K logits or probabilities: softmax(w ⊙ z + b), a weight and bias per label'
     def __init__(self,
                  input: str = 'auto',  # 'auto' (probabilities detected), 'logits' or 'probs'
                  max_iter: int = 500,  # L-BFGS iterations at most
@@ -177,6 +181,8 @@ class VectorScaling(_Scaling):
 class DirichletCalibration(_Scaling):
     r'''Dirichlet calibration (Kull et al. 2019): softmax(W log p + b), a full K×K map of the log-probabilities, fitted
     by minimising dev NLL with ODIR (off-diagonal and intercept) or plain L2 regularisation.'''
+    name = 'dirichlet'
+    description = 'Dirichlet calibration of n×K logits or probabilities: softmax(W log p + b), ODIR or L2'
     def __init__(self,
                  input: str = 'auto',  # 'auto' (probabilities detected), 'logits' or 'probs'
                  reg_lambda: float = 0.0,  # λ: the off-diagonal weights' penalty (with reg_mu=None: every parameter's)
