@@ -118,21 +118,21 @@ def run(*argv) -> tuple:
 @pytest.mark.parametrize('name, params', [('dirichlet', {'reg_lambda': 0.01, 'reg_mu': 0.01}), ('vector', {}),
                                           ('temperature', {})])
 def test_cli_route_equals_the_python_route(tmp_path, name, params):
-    write_npz(tmp_path/'dev.npz', 800, 0); write_npz(tmp_path/'test.npz', 800, 1)
+    write_npz(tmp_path/'dev.npz', 400, 0); write_npz(tmp_path/'test.npz', 400, 1)
     flags = [x for k, v in params.items() for x in ('--param', f'{k}={v}')]
     code, out, err = run('report', tmp_path/'test.npz', '--fit', tmp_path/'dev.npz', '--recalibrator', name, *flags,
-                         '--json', '--n-samples', 50, '--quiet')
+                         '--json', '--n-samples', 20, '--quiet')
     assert code == 0, err
     cli = json.loads(out)
     (pf, gf, _), (pe, ge, labels) = (load_scores(tmp_path/f) for f in ('dev.npz', 'test.npz'))
     lib = calibration_report(read_scores(tmp_path/'test.npz'), fit=read_scores(tmp_path/'dev.npz'), recalibrator=name,
-                             params=params or None, n_samples=50, scores=dict(fit=(pf, gf), events=(pe, ge), labels=labels))
+                             params=params or None, n_samples=20, scores=dict(fit=(pf, gf), events=(pe, ge), labels=labels))
     got = pd.DataFrame(cli['metrics']).set_index(['stage', 'key']).estimate
     want = lib.metrics.set_index(['stage', 'key']).estimate
     assert list(got.index) == list(want.index)
     np.testing.assert_allclose(got.to_numpy(), want.to_numpy(), rtol=1e-12, atol=1e-15)   # float64 rounding
     rec = calibkit.matrix_recalibrator(name, **params).fit(pf, gf)
-    after = calibration_report(calibkit.events_from_scores(rec.transform(pe), ge, labels=labels), n_samples=50)
+    after = calibration_report(calibkit.events_from_scores(rec.transform(pe), ge, labels=labels), n_samples=20)
     assert got['after', 'calib_mse'] == pytest.approx(after.metrics.set_index('key').estimate['calib_mse'], rel=1e-12)
     assert got['after', 'calib_mse'] < got['before', 'calib_mse'] / 2       # the over-confidence is undone
     assert cli['meta']['recalibrator'] == name
