@@ -24,7 +24,8 @@ _CORE = {'events': ['make_events', 'events_from_scores', 'top_label_events', 'as
          'conformal': ['ConformalSets', 'conformal_scores', 'set_summary']}
 _LAZY = {name: (module, name) for module, names in _CORE.items() for name in names} | {
     'extractor': ('plugins', 'extractor'), 'grouper': ('plugins', 'grouper'),
-    'recalibrator': ('plugins', 'recalibrator'), 'list_plugins': ('plugins', 'plugins'),
+    'recalibrator': ('plugins', 'recalibrator'), 'matrix_recalibrator': ('plugins', 'matrix_recalibrator'),
+    'list_plugins': ('plugins', 'plugins'),
     'Grouped': ('recalibrators', 'Grouped'),
     'crf_marginals': ('extractors.taggers', 'crf_marginals'),
     'coref_mc': ('extractors.coref', 'coref_mc'),
@@ -39,6 +40,7 @@ _LAZY = {name: (module, name) for module, names in _CORE.items() for name in nam
     'smooth_ece': ('diagnostics', 'smooth_ece'), 'smooth_curve': ('diagnostics', 'smooth_curve'),
     'corp': ('diagnostics', 'corp'), 'corp_curve': ('diagnostics', 'corp_curve'),
     'TemperatureScaling': ('multiclass', 'TemperatureScaling'), 'VectorScaling': ('multiclass', 'VectorScaling'),
+    'DirichletCalibration': ('multiclass', 'DirichletCalibration'),
 }
 _SUBMODULES = {'config', 'events', 'binning', 'metrics', 'plugins', 'charts', 'studies', 'report', 'render',
                'recalibrators', 'groupers', 'extractors', 'models', 'datasets', 'sparse', 'inputs', 'cli', 'demos',

@@ -233,10 +233,10 @@ def _out(args, inp):
     return claim(out, REPORT_FILES, force=args.force, inputs=inp.paths)
 
 # %% ../nbs/62_cli.ipynb #93f8a911
-def _conformal(args, inp):
+def _conformal(args, loaded):
     "`calibration_report`'s conformal arguments from --conformal (None without it): the plan's score matrices."
     if args.conformal is None: return None
-    calibration, test, labels = inp.scores()
+    calibration, test, labels = loaded
     method = args.conformal_method or 'lac'
     return dict(alpha=args.conformal, calibration=calibration, test=test, labels=labels, method=method.split('-')[0],
                 randomized=method == 'aps-randomized')
@@ -252,26 +252,51 @@ def _strict(args) -> list:
                                  f'{args.extractor!r} reads no gold tags')
     return [('strict_labels', True)]
 
+def _recalibrator(args) -> tuple:
+    """The --recalibrator instance (None for none) and whether it is a score-matrix recalibrator (a name registered
+    only as one: a recalibrator's name is the recalibrator's)."""
+    name = args.recalibrator
+    if name in (None, 'none'): return None, False
+    from calibkit.plugins import registry   # lazy: the registry loads the installed plugins
+    binary, matrix = registry()['recalibrator'], registry()['matrix_recalibrator']
+    if name not in binary and name not in matrix:
+        raise CLIError(EX_USAGE, f'unknown recalibrator {name!r}; known recalibrators: {", ".join(sorted(binary))}; '
+                                 f'on score matrices also {", ".join(sorted(matrix))}')
+    kind = 'recalibrator' if name in binary else 'matrix_recalibrator'
+    return _plugin(kind, name, args.param), kind == 'matrix_recalibrator'
+
+def _matrix_needs(name: str, e: Exception) -> CLIError:
+    "The usage error (2) of a score-matrix recalibrator given inputs that are not score matrices (`e` says which)."
+    from calibkit.inputs import ScoresNeededError    # lazy: numpy, pandas
+    detail = e.detail if isinstance(e, ScoresNeededError) else 'standard input (-) holds events'
+    return CLIError(EX_USAGE, f'--recalibrator {name} recalibrates the rows of score matrices, not binary events: '
+                              'INPUT and --fit must be .npz files with scores and gold (or raw outputs through a '
+                              f'tagger extractor); {detail}')
+
 def cmd_report(args,  # the parsed flags of `calibkit report`
                ) -> int:
-    from calibkit.inputs import plan                 # lazy: numpy, pandas
+    from calibkit.inputs import PlanError, ScoresNeededError, plan    # lazy: numpy, pandas
     _check_flags(args)
     xt = _plugin('extractor', args.extractor, [*(args.extractor_param or []), *_strict(args)])
     grouper = _plugin('grouper', args.grouper, args.grouper_param)
-    recal = None if args.recalibrator in (None, 'none') else _plugin('recalibrator', args.recalibrator, args.param)
+    recal, matrix = _recalibrator(args)
     dask_ = getattr(args, 'dask', None)
-    inp = plan(args.input, args.fit, args.counts, fmt=args.format, threshold=args.threshold, extractor=xt,   # every
-               dask=dask_ is not None, conformal=args.conformal is not None,     # input checked: before a cluster
-               strict_labels=args.strict_labels)
-    with dask_cluster(dask_): return _report(args, inp, grouper, recal)       # --dask: the cluster lives for the run
+    try: inp = plan(args.input, args.fit, args.counts, fmt=args.format, threshold=args.threshold, extractor=xt,
+                    dask=dask_ is not None, conformal=args.conformal is not None or matrix,   # every input checked:
+                    strict_labels=args.strict_labels)                                      # before a cluster
+    except (ScoresNeededError, PlanError) as e:             # not score matrices: say why the recalibrator needs them
+        if not matrix or args.conformal is not None or getattr(e, 'reason', 'stdin_scores') != 'stdin_scores': raise
+        raise _matrix_needs(args.recalibrator, e) from None
+    with dask_cluster(dask_): return _report(args, inp, grouper, recal, matrix)   # --dask: the cluster lives for it
 
-def _report(args, inp, grouper, recal) -> int:
+def _report(args, inp, grouper, recal, matrix=False) -> int:
     import calibkit.render as render                 # lazy: numpy, pandas, Altair
     from calibkit.report import calibration_report
     steps = progress(total=3, desc='calibkit report', unit='step')
     if inp.dask: import calibkit.dask as cd          # lazy: dask, an extra, only with --dask
     with reading(inp): ev, fit, counts = inp.read(cd.read_events if inp.dask else None)
-    conformal = _conformal(args, inp)
+    loaded = inp.scores() if inp.conformal else None    # the score matrices of --conformal or a matrix recalibrator
+    conformal = _conformal(args, loaded)
     steps.update()
     with _out(args, inp) as out:                       # claimed until written: another run on it is refused (73)
         with reading(inp), failing_as(EX_DATAERR):     # a plugin's failure is a PluginError: main exits 70 naming it
@@ -279,6 +304,7 @@ def _report(args, inp, grouper, recal) -> int:
                                      recalibrator=recal, n_bins=args.n_bins, bin_size=args.bin_size,
                                      binning=args.binning, level=args.level, n_samples=args.n_samples, seed=args.seed,
                                      title=args.title or f'Calibration of {Path(args.input).name}', conformal=conformal,
+                                     scores=dict(zip(('fit', 'events', 'labels'), loaded)) if matrix else None,
                                      all_groups=args.all_groups,
                                      fit_name=Path(args.fit).name if args.fit else None,
                                      events_name=None if args.input == '-' else Path(args.input).name,
@@ -401,7 +427,8 @@ def parser() -> argparse.ArgumentParser:
                    help=f'groups, for a grouper that takes it (default {s.n_groups})')
     r.add_argument('--all-groups', action='store_true',
                    help='chart every group (default: the most frequent, the rarest and the worst calibrated)')
-    r.add_argument('--recalibrator', help='recalibrator plugin: none, histogram, isotonic, platt, ... (needs --fit)')
+    r.add_argument('--recalibrator', help='recalibrator plugin: none, histogram, isotonic, platt, ...; on score '
+                                         'matrices also temperature, vector, dirichlet (needs --fit)')
     r.add_argument('--param', type=param_flag, action='append', metavar='K=V',
                    help='recalibrator parameter (repeatable)')
     r.add_argument('--conformal', type=float_flag('--conformal', 0, 1, lo_open=True, hi_open=True), metavar='ALPHA',

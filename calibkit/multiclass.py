@@ -14,7 +14,8 @@ from .events import (check_choice, check_conf, check_float, check_int, check_gol
                              count_true, numeric_array)
 
 # %% auto #0
-__all__ = ['PROB_ROW_TOL', 'input_kind', 'as_logits', 'nll', 'softmax_rows', 'nll_grad', 'TemperatureScaling', 'VectorScaling']
+__all__ = ['PROB_ROW_TOL', 'input_kind', 'as_logits', 'nll', 'softmax_rows', 'nll_grad', 'TemperatureScaling', 'VectorScaling',
+           'DirichletCalibration']
 
 # %% ../nbs/31_multiclass.ipynb #4bb77853
 PROB_ROW_TOL = 1e-3         # |row sum - 1| within which input='auto' reads a [0, 1] matrix as probabilities
@@ -113,6 +114,8 @@ class _Scaling(BaseEstimator):
 class TemperatureScaling(_Scaling):
     """Temperature scaling (Guo et al. 2017, §4.2) of logits or probabilities, fitted by minimising dev NLL; optionally
     one temperature per group of labels."""
+    name = 'temperature'
+    description = 'Temperature scaling of n×K logits or probabilities: softmax(z / T), one T or one per label group'
     def __init__(self,
                  input: str = 'auto',  # 'auto' (probabilities detected), 'logits' or 'probs'
                  groups=None,          # a group per column (array of K), a mapping column -> group, or None
@@ -144,6 +147,8 @@ class TemperatureScaling(_Scaling):
 class VectorScaling(_Scaling):
     """Vector scaling (Guo et al. 2017, §4.2): softmax(w ⊙ z + b), a weight and bias per label, fitted by minimising
     dev NLL."""
+    name = 'vector'
+    description = 'Vector scaling of n×K logits or probabilities: softmax(w ⊙ z + b), a weight and bias per label'
     def __init__(self,
                  input: str = 'auto',  # 'auto' (probabilities detected), 'logits' or 'probs'
                  max_iter: int = 500,  # L-BFGS iterations at most
@@ -171,6 +176,49 @@ class VectorScaling(_Scaling):
         return self
 
     def scale(self, Z: np.ndarray) -> np.ndarray: return Z * self.coef_ + self.intercept_
+
+# %% ../nbs/31_multiclass.ipynb #6e9ef38a
+class DirichletCalibration(_Scaling):
+    r'''Dirichlet calibration (Kull et al. 2019): softmax(W log p + b), a full K×K map of the log-probabilities, fitted
+    by minimising dev NLL with ODIR (off-diagonal and intercept) or plain L2 regularisation.'''
+    name = 'dirichlet'
+    description = 'Dirichlet calibration of n×K logits or probabilities: softmax(W log p + b), ODIR or L2'
+    def __init__(self,
+                 input: str = 'auto',  # 'auto' (probabilities detected), 'logits' or 'probs'
+                 reg_lambda: float = 0.0,  # λ: the off-diagonal weights' penalty (with reg_mu=None: every parameter's)
+                 reg_mu: float | None = None,  # μ: the intercepts' penalty (ODIR); None: plain L2 with λ on all
+                 max_iter: int = 1000,  # L-BFGS iterations at most
+                ):
+        self.input, self.reg_lambda, self.reg_mu, self.max_iter = input, reg_lambda, reg_mu, max_iter
+
+    def fit(self, X, y) -> 'DirichletCalibration':
+        "Fit on an n×K matrix `X` and gold ids `y`."
+        max_iter, lam = check_int('max_iter', self.max_iter, 1), check_float('reg_lambda', self.reg_lambda, 0)
+        mu = None if self.reg_mu is None else check_float('reg_mu', self.reg_mu, 0)
+        Z, gold, self.input_ = as_logits(X, y, input=self.input)
+        L, (n, k) = log_softmax(Z, axis=1), Z.shape
+        rows = np.arange(n)
+        if mu is None: pen = np.full((k, k + 1), lam / (k * (k + 1)))           # plain L2 on [W | b]
+        else: pen = np.c_[np.full((k, k), lam / (k * (k - 1))), np.full(k, mu / k)]   # ODIR
+        if mu is not None: pen[np.diag_indices(k)] = 0                            # the diagonal is free
+        def fun(theta):
+            Wb = theta.reshape(k, k + 1)
+            S = L @ Wb[:, :k].T + Wb[:, k]
+            G = softmax_rows(S)                                                   # P, then P − Y
+            loss = -np.log(np.maximum(G[rows, gold], np.finfo(np.float64).tiny)).mean()
+            G[rows, gold] -= 1
+            grad = np.c_[G.T @ L, G.sum(axis=0)] / n
+            return loss + (pen * Wb * Wb).sum(), (grad + 2 * pen * Wb).ravel()
+        # penalised: one optimum, fitted to it (until no step decreases it); else to a relative change of 1e-15
+        options = dict(maxiter=max_iter) | (dict(ftol=0, gtol=1e-10) if lam or mu else dict(ftol=1e-15, gtol=1e-9))
+        res = minimize(fun, np.c_[np.eye(k), np.zeros(k)].ravel(), jac=True, method='L-BFGS-B', options=options)
+        if not res.success: warnings.warn(f'DirichletCalibration: the optimiser stopped early ({res.message})')
+        Wb = res.x.reshape(k, k + 1)
+        self.coef_, self.intercept_, self.nll_ = Wb[:, :k], Wb[:, k] - Wb[:, k].mean(), float(res.fun)
+        self.n_features_in_ = k
+        return self
+
+    def scale(self, Z: np.ndarray) -> np.ndarray: return log_softmax(Z, axis=1) @ self.coef_.T + self.intercept_
 
 # %% ../nbs/31_multiclass.ipynb #da8fed09
 from .config import public_dir

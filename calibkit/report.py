@@ -11,20 +11,21 @@ from functools import cached_property
 from fastcore.basics import patch
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
-from .events import as_pairs, check_bool, check_choice, check_int, check_probs
+from .events import as_pairs, check_bool, check_choice, check_int, check_probs, check_scores, events_from_scores
 from .binning import BINNINGS, BinStats, bin_interval, bin_stats, bin_table, group_bins, sorted_events, wsum
 from .metrics import brier, calib_mse_interval, ece_interval
 from .significance import CALIBRATED, binomial_bands, consistency_bands, ecce_r_test, spiegelhalter_test
 from .selective import COVERAGES, MAX_CURVE_POINTS, ranking, risk_coverage, selective_summary
 from .conformal import ConformalSets, set_summary
-from .plugins import make
+from .plugins import make, registry
 
 # %% auto #0
 __all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'REPORT_PX', 'PANEL_REASONS',
            'stage_stats', 'bins_note', 'metric_rows', 'grouper_counts', 'recalibrated', 'interval_bins',
-           'gold_outside_text', 'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text', 'stage_significance',
-           'significance_text', 'reconcile_text', 'verdict_sentences', 'Report', 'stage_name', 'conformal_summary',
-           'calibration_report', 'dask_report', 'panel_groups', 'report_charts', 'metrics_wide']
+           'is_matrix_recalibrator', 'matrix_recalibrated', 'gold_outside_text', 'group_metrics', 'stage_bands',
+           'stage_verdict', 'verdict_text', 'stage_significance', 'significance_text', 'reconcile_text',
+           'verdict_sentences', 'Report', 'stage_name', 'conformal_summary', 'calibration_report', 'dask_report',
+           'panel_groups', 'report_charts', 'metrics_wide']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -194,6 +195,33 @@ def interval_bins(p: np.ndarray,  # a stage's recalibrated confidences (the merg
     text = (f'Venn–Abers interval p0–p1: mean width {w.mean():#.3g} over the {len(p):,} events, widest {w.max():#.3g} '
             '(each bin\'s mean p0 and p1 are in the bins table)')
     return pd.DataFrame({'p0': mean(p0), 'p1': mean(p1)}), text
+
+# %% ../nbs/60_report.ipynb #31e79eb5
+def is_matrix_recalibrator(spec,  # a recalibrator argument: a registered name, or an instance
+                           ) -> bool:
+    "Whether `spec` is a score-matrix recalibrator: a name registered only as one, or a registered class's instance."
+    table = registry()['matrix_recalibrator']
+    if isinstance(spec, str): return spec not in registry()['recalibrator'] and spec in table
+    return isinstance(spec, tuple(r.cls for r in table.values()))
+
+def matrix_recalibrated(scores: dict,  # {'fit': (P, gold), 'events': (P, gold), 'labels': K names or None}
+                        recalibrator,  # a score-matrix recalibrator instance (`fit(X, y)`, `transform(X)`)
+                        *, threshold: float | None = None,  # the events' score threshold (None: the settings')
+                        ) -> pd.DataFrame:  # the events of the recalibrated evaluated matrix (`events_from_scores`)
+    "The events of `scores['events']` after `recalibrator`, fitted on `scores['fit']`, maps their rows."
+    keys = sorted(scores) if isinstance(scores, dict) else type(scores).__name__
+    if not isinstance(scores, dict) or not {'fit', 'events'} <= set(scores) <= {'fit', 'events', 'labels'}:
+        raise TypeError(f"scores must be a dict of 'fit' and 'events' pairs (P, gold), optionally 'labels'; got {keys}")
+    labels = scores.get('labels')
+    def pair(key):
+        if not isinstance(scores[key], (tuple, list)) or len(scores[key]) != 2:
+            raise TypeError(f"scores[{key!r}] must be a pair (P, gold): an n×K probability matrix and its gold labels")
+        return check_scores(*scores[key], labels)
+    (pf, gf), (pe, ge) = pair('fit'), pair('events')
+    if pf.shape[1] != pe.shape[1]:
+        raise ValueError(f'scores: the fit matrix has {pf.shape[1]} columns, the evaluated one {pe.shape[1]}')
+    recalibrator.fit(pf, gf)
+    return events_from_scores(recalibrator.transform(pe), ge, threshold=threshold, labels=labels)
 
 # %% ../nbs/60_report.ipynb #2429ffb1
 def gold_outside_text(counts: dict,  # gold tag -> tokens, for tags outside the model's labels (`attrs['gold_outside']`)
@@ -527,11 +555,16 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                        events_name: str | None = None,  # what the evaluated events are called in its warnings (a file)
                        meta: dict | None = None,  # extra provenance recorded in metrics.json
                        conformal: dict | None = None,  # conformal sets: `conformal_summary`'s arguments but the grouper
+                       # a score-matrix recalibrator's matrices: {'fit': (P, gold), 'events': (P, gold), 'labels': …}
+                       scores: dict | None = None,
                        ) -> Report:
     "Metrics with intervals, a verdict, bins, per-group GMCE and before/after recalibration for an events frame."
     if _is_dask(events):
-        if conformal is not None: raise ValueError('conformal sets need score matrices in memory, not a dask frame')
-        return dask_report(**{k: v for k, v in locals().items() if k not in ('events', 'conformal', 'events_name')},
+        if conformal is not None or scores is not None:
+            raise ValueError('conformal sets and score-matrix recalibrators need score matrices in memory, not a dask '
+                             'frame')
+        return dask_report(**{k: v for k, v in locals().items()
+                              if k not in ('events', 'conformal', 'events_name', 'scores')},
                            events=events)
     c0, y0 = as_pairs(events)
     if fit is not None: as_pairs(fit)
@@ -560,7 +593,17 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             said.append('the fit events are the evaluated events: the result is not held-out')
         stages = {'before': (events, c0, y0)}           # validated once: the arrays are reused
         interval = None                                  # the recalibrator's interval per event (Venn–Abers)
-        if recalibrator not in (None, 'none'):
+        matrix = recalibrator not in (None, 'none') and is_matrix_recalibrator(recalibrator)
+        if (scores is not None) != matrix:
+            raise ValueError(f'recalibrator {_plugin_name(recalibrator)!r} recalibrates score matrices: it needs '
+                             "scores, {'fit': (P, gold), 'events': (P, gold)}, the matrices the events come from"
+                             if matrix else 'scores are the score matrices of a score-matrix recalibrator '
+                             f'(temperature, vector, dirichlet), and recalibrator is {_plugin_name(recalibrator)!r}')
+        if matrix:
+            after = matrix_recalibrated(scores, make('matrix_recalibrator', recalibrator, params),
+                                        threshold=events.attrs.get('threshold'))
+            stages['after'] = (after, *as_pairs(after))
+        elif recalibrator not in (None, 'none'):
             rec = make('recalibrator', recalibrator, params)
             after = recalibrated(events, fit, g, rec, names=names)
             stages['after'] = (after, *as_pairs(after))
@@ -581,9 +624,9 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
             rk = ranking(se)                             # the selective metrics and the curve
             curves.append(risk_coverage(rk, max_points=MAX_CURVE_POINTS).assign(stage=stage))
             rname = None if len(stages) == 1 else _plugin_name(recalibrator)
-            n_fit = None if fit is None else len(fit)
+            n_fit = len(scores['fit'][0]) if matrix and fit is None else None if fit is None else len(fit)
             info[stage] = dict(name=stage_name(stage, len(c), recalibrator=rname, fit_name=fit_name, n_fit=n_fit,
-                                               **(gn if g is not None else {})),
+                                               **(gn if g is not None and not matrix else {})),
                                n_bins=int(np.count_nonzero(st.n)),
                                bins_note=bins_note(st, n_bins=n_bins, bin_size=bin_size, binning=binning),
                                verdict=stage_verdict(bt, rows, level), bands=bands,

@@ -27,7 +27,7 @@ class Identity:
 
 
 def test_every_hook_is_documented_and_tested():
-    assert HOOKS == ['register_extractors', 'register_groupers', 'register_recalibrators']
+    assert HOOKS == ['register_extractors', 'register_groupers', 'register_matrix_recalibrators', 'register_recalibrators']
     tree = ast.parse(Path(__file__).read_text())
     tests = {f.name: ast.get_source_segment(Path(__file__).read_text(), f) for f in tree.body
              if isinstance(f, ast.FunctionDef) and f.name.startswith('test_') and f.name != 'test_every_hook_is_documented_and_tested'}
@@ -76,6 +76,34 @@ def test_register_recalibrators_hook():
     assert 'identity' not in set(calibkit.list_plugins().name)
 
 
+def test_register_matrix_recalibrators_hook():
+    class Uniform:
+        name, description = 'uniform', 'Every row uniform'
+        def fit(self, X, y): return self
+        def transform(self, X): return np.full(np.shape(X), 1 / np.shape(X)[1])
+    class Flat(Uniform):
+        name, description = 'flat', 'One column per row: the wrong shape'
+        def transform(self, X): return np.full(len(X), 0.5)
+    class Plugin:
+        @hookimpl
+        def register_matrix_recalibrators(register): register(Uniform); register(Flat)
+    with registered(Plugin, name='uniform_plugin'):
+        row = calibkit.list_plugins().query("kind == 'matrix_recalibrator'").set_index('name').loc['uniform']
+        assert (row.kind, row.distribution, P.registry()['matrix_recalibrator']['uniform'].plugin) == \
+            ('matrix_recalibrator', None, 'uniform_plugin')
+        X = np.array([[0.2, 0.8], [0.6, 0.4]])
+        assert calibkit.matrix_recalibrator('uniform').fit(X, [1, 0]).transform(X).tolist() == [[0.5, 0.5]] * 2
+        P._state.distribution['uniform_plugin'] = 'uniform-dist'        # as if installed: guarded
+        try:
+            P._state.registry = P._state.key = None
+            with pytest.raises(P.PluginError, match=r"transform\(\) returned an array of shape \(2,\), not the \(2, 2\)"):
+                P.guard('matrix_recalibrator', calibkit.matrix_recalibrator('flat')).transform(X)
+        finally: P._state.distribution.pop('uniform_plugin')
+    assert 'uniform' not in set(calibkit.list_plugins().name)
+    with pytest.raises(ValueError, match="unknown matrix_recalibrator 'isotonic'; known matrix_recalibrators: dirichlet"):
+        calibkit.matrix_recalibrator('isotonic')
+
+
 def test_builtins_are_listed_with_their_distribution():
     t = calibkit.list_plugins()
     assert list(t.columns) == ['kind', 'name', 'description', 'distribution', 'version', 'params', 'reads', 'reads_optional']
@@ -88,6 +116,7 @@ def test_builtins_are_listed_with_their_distribution():
     assert sorted(t.name[t.kind == 'extractor']) == ['coref_mc', 'crf_marginals', 'crfsuite', 'hf_token_classification',
                                                    'openai_logprobs', 'p_true', 'seq2seq', 'softmax', 'spacy',
                                                    'verbalized']
+    assert sorted(t.name[t.kind == 'matrix_recalibrator']) == ['dirichlet', 'temperature', 'vector']
     assert t.description.map(lambda d: bool(d) and '\n' not in d).all()
     assert t.groupby('kind').name.apply(lambda s: s.is_unique).all()
 
@@ -225,7 +254,7 @@ def test_installed_plugins_are_not_loaded_under_tests():
 
 def test_fixture_loads_the_installed_plugin(entry_point_plugins):
     assert entry_point_plugins == ['example']
-    t = calibkit.list_plugins().set_index('name')
+    t = calibkit.list_plugins().query("kind != 'matrix_recalibrator'").set_index('name')   # its temperature: calibkit's
     assert t.loc[['first_char', 'temperature'], 'distribution'].tolist() == ['calibkit-example-plugin'] * 2
     assert t.loc['first_char', 'kind'] == 'grouper' and P.registry()['recalibrator']['temperature'].plugin == 'example'
     assert t.loc['temperature', 'version'] == '0.1.0' and t.loc['temperature', 'params'] == 'eps=1e-06'
