@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np, pandas as pd
 from ..events import check_bool, check_choice, check_float, count_true
 from .base import Extractor
-from .seq2seq import _kind, _top_logit_records, exact_match, sequence_events
+from .seq2seq import SEQUENCE_HOWS, _kind, _top_logit_records, exact_match, sequence_events
 
 # %% auto #0
 __all__ = ['NORMALIZERS', 'VERBAL_WORDS', 'read_openai_logprobs', 'answer_span', 'openai_sequence_events', 'openai_token_events',
@@ -220,13 +220,13 @@ def _source(source, marker, tol):
 def openai_sequence_events(
     source,  # a JSONL file of responses, or a list of its records (see `read_openai_logprobs`)
     *,
-    how: str = 'min',  # the sequence's confidence from its tokens' probabilities: 'min', 'mean' or 'prod'
+    how: str = 'min',  # the sequence's confidence from its tokens' probabilities: one of `SEQUENCE_HOWS`
     span: str | None = None,  # a marker such as 'Answer:': only the tokens after its last occurrence count
     normalize: str | Callable = 'strip',  # before the exact match: 'exact', 'strip', 'lower' or a function of a string
     tol: float = 1e-4,  # how far above 0 a logprob may be (rounding)
 ) -> pd.DataFrame:  # events `item`, `line`, `choice`, `answer`, `conf`, `correct`, `length`, `kind`: one per choice
-    """One event per generated choice (Stengel-Eskin & Van Durme 2023, §3): `conf` = min, mean or prod of its tokens'
-    probabilities exp(logprob) (in the answer `span`), `correct` = the record's `correct`, else the exact match
+    """One event per generated choice (Stengel-Eskin & Van Durme 2023, §3): `conf` = min, mean, gmean or prod of its
+    tokens' probabilities exp(logprob) (in the answer `span`), `correct` = the record's `correct`, else the exact match
     of the answer with `gold` (after `normalize`)."""
     norm = _normalizer(normalize)
     tok, resp = _source(source, span, tol)
@@ -275,8 +275,8 @@ class OpenAILogprobsExtractor(Extractor):
     "Sequence or token events from generation log-probabilities in OpenAI-compatible JSON (chat or legacy completions)."
     name = 'openai_logprobs'
     description = ('LLM generations with logprobs in OpenAI-compatible JSON (chat or legacy completions), one '
-                   'response per JSONL line → sequence events (min/mean/prod of token probabilities; exact match '
-                   'with gold, or correct) or token events (against gold_tokens)')
+                   'response per JSONL line → sequence events (min/mean/gmean/prod of token probabilities; exact '
+                   'match with gold, or correct) or token events (against gold_tokens)')
     reads = {'choices': 'per JSONL record: the choices, each with logprobs (chat: content; completions: tokens, '
                         'token_logprobs)'}
     reads_optional = {'gold': 'the answer text (level sequence)', 'correct': '0/1, or one per choice (level sequence)',
@@ -284,12 +284,12 @@ class OpenAILogprobsExtractor(Extractor):
 
     def __init__(self,
                  level: str = 'sequence',  # 'sequence' (one event per choice) or 'token' (one per generated token)
-                 how: str = 'min',  # the sequence's confidence from its tokens': 'min', 'mean' or 'prod'
+                 how: str = 'min',  # the sequence's confidence from its tokens': one of `SEQUENCE_HOWS`
                  span: str | None = None,  # level sequence: only the tokens after this marker (e.g. 'Answer:') count
                  normalize: str = 'strip',  # level sequence, before the exact match: 'exact', 'strip' or 'lower'
                 ):
         self.level = check_choice('level', level, ('sequence', 'token'))
-        self.how = check_choice('how', how, ('min', 'mean', 'prod'))
+        self.how = check_choice('how', how, SEQUENCE_HOWS)
         if level == 'token' and span is not None: raise ValueError('span applies to level sequence only')
         if span is not None and (not isinstance(span, str) or not span):
             raise ValueError(f'span must be a non-empty marker string or None, got {span!r}')
