@@ -8,8 +8,8 @@ import json
 from typing import Callable, Mapping
 import numpy as np, pandas as pd
 from ..events import as_pairs, check_choice, check_conf, check_correct, count_true
-from .base import Extractor
-from ..config import decode_utf8, require
+from .base import Extractor, jsonl_lines
+from ..config import require
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'SEQUENCE_HOWS', 'token_events', 'marker_word_starts', 'word_events', 'exact_match', 'sequence_events',
@@ -394,20 +394,19 @@ def split_accuracy(
 # %% ../../nbs/15_extract_seq2seq.ipynb #74765792
 _TOP_KEYS = ('top_logits', 'top_logit_idxs', 'labels')
 
-def _read_bytes(path) -> bytes:
-    with open(path, 'rb') as f: return f.read()
-
 def _top_logit_records(path):
-    """(line number, record) for every non-blank line of a JSONL file; a BOM is dropped; bad lines raise naming
-    file:line."""
-    for lineno, line in enumerate(decode_utf8(_read_bytes(path), str(path)).split('\n'), 1):
-        if not line.strip(' \t\n\r\v\f'): continue     # blank (ASCII white space): skipped
-        try: d = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f'{path}:{lineno}: invalid JSON at column {e.colno} ({e.msg}); '
-                             'is the file truncated?') from None
-        if not isinstance(d, dict): raise ValueError(f'{path}:{lineno}: expected a JSON object, got {type(d).__name__}')
-        yield lineno, d
+    """(line number, record) for every non-blank line of a JSONL file, read a batch at a time (`jsonl_lines`); a BOM
+    is dropped; bad lines raise naming file:line."""
+    for first, lines in jsonl_lines(path):
+        for lineno, line in enumerate(lines, first):
+            if not line.strip(' \t\n\r\v\f'): continue     # blank (ASCII white space): skipped
+            try: d = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f'{path}:{lineno}: invalid JSON at column {e.colno} ({e.msg}); '
+                                 'is the file truncated?') from None
+            if not isinstance(d, dict):
+                raise ValueError(f'{path}:{lineno}: expected a JSON object, got {type(d).__name__}')
+            yield lineno, d
 
 def read_calibration_metric_logits(
     path,  # a JSONL file: one example per line with `top_logits`, `top_logit_idxs`, `labels`
