@@ -4,7 +4,7 @@
 
 # %% ../nbs/61_inputs.ipynb #190e6fb4
 from __future__ import annotations
-import contextlib, csv, io, json, re, stat, sys, tempfile, warnings, zipfile
+import contextlib, csv, gc, io, json, re, stat, sys, tempfile, warnings, zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -240,13 +240,23 @@ def _options(numbers_as_text: bool) -> dict:
     if numbers_as_text: opts.update(parse_int=str, parse_float=str)
     return opts
 
+@contextlib.contextmanager
+def _no_gc():
+    """The cyclic garbage collector paused: parsed JSON holds no reference cycles, and a batch's hundreds of thousands
+    of new objects would otherwise trigger collections that traverse them all, again and again (bench/readers.py)."""
+    was = gc.isenabled()
+    gc.disable()
+    try: yield
+    finally:
+        if was: gc.enable()
+
 def _parse(path: Path, first: int, lines: list, opts: dict, text) -> list[tuple[int, dict]]:
     """(line number, object) of the non-blank `lines` (numbered from `first`): one C-level parse of them all (joined
     into one array); line by line only to name an error, after `text()` (the whole file) was checked for a JSON
     document that is not JSON Lines."""
     numbers = [i for i, line in enumerate(lines, first) if line.strip()]
     try:
-        recs = json.loads('[' + ','.join(line for line in lines if line.strip()) + ']', **opts)
+        with _no_gc(): recs = json.loads('[' + ','.join(line for line in lines if line.strip()) + ']', **opts)
         if len(recs) == len(numbers) and set(map(type, recs)) <= {dict}:
             return _no_lone_surrogate(path, first, lines, list(zip(numbers, recs)))
     except (ValueError, RecursionError): pass
@@ -657,6 +667,10 @@ def _is_top_logits(path: Path) -> bool:
         return isinstance(rec := json.loads(first), dict) and 'top_logits' in rec
     except (OSError, ValueError, RecursionError): return False   # the readers name what is wrong
 
+def _has_line(path: Path) -> bool:
+    "Whether a text file has a line that is not blank (a scan of its bytes, line by line: nothing is parsed)."
+    with open(path, 'rb') as f: return any(line.strip() for line in f)
+
 def _extract(extractor, path: Path) -> pd.DataFrame:
     "`extractor` over the raw output `path`; its errors and warnings naming `records[i]` name `file:line` instead."
     npz = path.suffix.lower() == '.npz'
@@ -664,7 +678,7 @@ def _extract(extractor, path: Path) -> pd.DataFrame:
     with warnings.catch_warnings(record=True) as caught:     # its warnings name records[i] too: re-issued below
         warnings.simplefilter('always')
         raw = Records(show_path(path), lambda: jsonl_batches(path)) if stream else raw_output(path)
-        if not npz and (next(iter(raw), None) is None if stream else not raw):
+        if not npz and (not _has_line(path) if stream else not raw):
             raise InputError(f'{show_path(path)}: holds no records (no line with a JSON object): nothing for the '
                              f'extractor {extractor.name!r} to read')
         try: ev = extractor.extract(raw)
