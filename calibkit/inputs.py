@@ -4,22 +4,23 @@
 
 # %% ../nbs/61_inputs.ipynb #190e6fb4
 from __future__ import annotations
-import contextlib, csv, io, json, re, stat, sys, tempfile, warnings, zipfile
-from collections.abc import Mapping
+import contextlib, csv, gc, io, json, re, stat, sys, tempfile, warnings, zipfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 import numpy as np, pandas as pd
 from .config import FORMATS, check_threshold, decode_utf8, first_line, require
 from .events import check_bool, check_choice, check_probs, check_scores, events_from_scores, sum_tolerance
+from .extractors.base import JSONL_BATCH, Records, jsonl_lines
 from .extractors.seq2seq import read_calibration_metric_logits
 
 # %% auto #0
 __all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'SCORE_INPUTS', 'GLOB_CHARS', 'PLAN_REASONS', 'show_path', 'InputError',
            'NoInputError', 'ThresholdError', 'LogitsError', 'ScoresNeededError', 'check_file', 'unreadable',
-           'read_text', 'jsonl_records', 'read_events', 'record_lines', 'read_npz', 'read_scores', 'read_counts',
-           'event_files', 'file_columns', 'check_schemas', 'read_event_files', 'read_stdin', 'is_many', 'input_name',
-           'raw_output', 'threshold_events', 'load_input', 'load_scores', 'dataset_files', 'PlanError', 'InputPlan',
-           'plan', 'read_inputs', 'FORMATS']
+           'read_text', 'jsonl_records', 'jsonl_batches', 'read_events', 'record_lines', 'read_npz', 'read_scores',
+           'read_counts', 'event_files', 'file_columns', 'check_schemas', 'read_event_files', 'read_stdin', 'is_many',
+           'input_name', 'raw_output', 'threshold_events', 'load_input', 'load_scores', 'dataset_files', 'PlanError',
+           'InputPlan', 'plan', 'read_inputs', 'FORMATS']
 
 # %% ../nbs/61_inputs.ipynb #in61c001
 EVENT_SUFFIXES = {'.csv': 'csv', '.tsv': 'csv', '.parquet': 'parquet', '.pq': 'parquet',
@@ -206,33 +207,23 @@ def _object(pairs: list) -> dict:
 
 _SURROGATE = re.compile(r'\\u[dD][89a-fA-F][0-9a-fA-F]{2}')   # a JSON escape of a UTF-16 surrogate
 
-def _no_lone_surrogate(path: Path, text: str, recs: list) -> list:
-    """`recs`, unless a string in them holds a lone UTF-16 surrogate (JSON can escape one, `"\\ud800"`; it is no
+def _no_lone_surrogate(path: Path, first: int, lines: list, pairs: list) -> list:
+    """`pairs`, unless a string in them holds a lone UTF-16 surrogate (JSON can escape one, `"\\ud800"`; it is no
     text, and writing it as UTF-8 fails): then an `InputError` naming its line. A search of the text first, in C."""
-    if not _SURROGATE.search(text): return recs
-    for i, line in enumerate(text.split('\n'), 1):
+    if not _SURROGATE.search('\n'.join(lines)): return pairs
+    for i, line in enumerate(lines, first):
         if not _SURROGATE.search(line): continue
         try: json.dumps(json.loads(line), ensure_ascii=False).encode('utf-8')
         except UnicodeEncodeError as e:
             raise InputError(f'{show_path(path)}: line {i}: a string holds a lone UTF-16 surrogate '
                              f'({e.object[e.start]!r}), which is not text: fix or drop the string that holds it'
                              ) from None
-    return recs
+    return pairs
 
-def jsonl_records(path: Path,  # the file `text` came from (named in errors)
-                  text: str,  # the file's text
-                  *, numbers_as_text: bool = False,  # JSON numbers as the text written (`1e2` → '1e2'), not floats
-                  ) -> list[dict]:
-    """The objects of JSON Lines `text` (duplicate keys refused; numbers as their JSON text if `numbers_as_text`):
-    one C-level parse of the whole file; line by line only to skip blank lines or name an error."""
-    opts = dict(object_pairs_hook=_object)
-    if numbers_as_text: opts.update(parse_int=str, parse_float=str)
-    try:
-        recs = json.loads('[' + text.strip().replace('\n', ',') + ']', **opts)
-        if set(map(type, recs)) <= {dict}: return _no_lone_surrogate(path, text, recs)
-    except (ValueError, RecursionError): pass
+def _document(path: Path, text: str):
+    "The whole `text` as one JSON document (None if it is none); a column-oriented or pretty-printed object raises."
     try: doc = json.loads(text)
-    except (ValueError, RecursionError): doc = None
+    except (ValueError, RecursionError): return None
     if isinstance(doc, dict):
         lists = {len(v) for v in doc.values() if isinstance(v, list)}
         if len(lists) == 1 and all(isinstance(v, list) for v in doc.values()):
@@ -242,8 +233,36 @@ def jsonl_records(path: Path,  # the file `text` came from (named in errors)
                          f'{list(doc)[:5]}), not JSON Lines: write one object per line (json.dumps without indent), '
                          'events like {"conf": 0.9, "correct": 1}, or a model\'s responses one per line for its '
                          'extractor')
-    recs = []
-    for i, line in enumerate(text.split('\n'), 1):
+    return doc
+
+def _options(numbers_as_text: bool) -> dict:
+    opts = dict(object_pairs_hook=_object)
+    if numbers_as_text: opts.update(parse_int=str, parse_float=str)
+    return opts
+
+@contextlib.contextmanager
+def _no_gc():
+    """The cyclic garbage collector paused: parsed JSON holds no reference cycles, and a batch's hundreds of thousands
+    of new objects would otherwise trigger collections that traverse them all, again and again (bench/readers.py)."""
+    was = gc.isenabled()
+    gc.disable()
+    try: yield
+    finally:
+        if was: gc.enable()
+
+def _parse(path: Path, first: int, lines: list, opts: dict, text) -> list[tuple[int, dict]]:
+    """(line number, object) of the non-blank `lines` (numbered from `first`): one C-level parse of them all (joined
+    into one array); line by line only to name an error, after `text()` (the whole file) was checked for a JSON
+    document that is not JSON Lines."""
+    numbers = [i for i, line in enumerate(lines, first) if line.strip()]
+    try:
+        with _no_gc(): recs = json.loads('[' + ','.join(line for line in lines if line.strip()) + ']', **opts)
+        if len(recs) == len(numbers) and set(map(type, recs)) <= {dict}:
+            return _no_lone_surrogate(path, first, lines, list(zip(numbers, recs)))
+    except (ValueError, RecursionError): pass
+    doc = _document(path, text())
+    pairs = []
+    for i, line in enumerate(lines, first):
         if not line.strip(): continue
         try: rec = json.loads(line, **opts)
         except json.JSONDecodeError as e:
@@ -255,8 +274,30 @@ def jsonl_records(path: Path,  # the file `text` came from (named in errors)
         except ValueError as e: raise InputError(f'{show_path(path)}: line {i}: {e}') from None
         if not isinstance(rec, dict):
             raise InputError(f'{show_path(path)}: line {i}: expected a JSON object, got {type(rec).__name__}')
-        recs.append(rec)
-    return _no_lone_surrogate(path, text, recs)
+        pairs.append((i, rec))
+    return _no_lone_surrogate(path, first, lines, pairs)
+
+def jsonl_records(path: Path,  # the file `text` came from (named in errors)
+                  text: str,  # the file's text
+                  *, numbers_as_text: bool = False,  # JSON numbers as the text written (`1e2` → '1e2'), not floats
+                  ) -> list[dict]:
+    """The objects of JSON Lines `text` (duplicate keys refused; numbers as their JSON text if `numbers_as_text`):
+    one C-level parse of the whole text; line by line only to name an error."""
+    return [rec for _, rec in _parse(path, 1, text.split('\n'), _options(numbers_as_text), lambda: text)]
+
+def _lines(path: Path, batch_bytes: int = JSONL_BATCH):
+    "The lines of JSON Lines file `path` a batch at a time (`jsonl_lines`), a byte that is not UTF-8 an `InputError`."
+    return jsonl_lines(path, name=show_path(path), error=InputError, batch_bytes=batch_bytes)
+
+def jsonl_batches(path,  # a JSON Lines file
+                  *, numbers_as_text: bool = False,  # JSON numbers as the text written (`1e2` → '1e2'), not floats
+                  batch_bytes: int = JSONL_BATCH,  # about this many bytes of lines per batch
+                  ) -> Iterator[list[tuple[int, dict]]]:  # per batch of lines, (line number, object) of each record
+    """The objects of JSON Lines file `path` with their lines, read and parsed a batch at a time (`jsonl_lines`), so
+    that the file's text and objects are never all held; checked as `jsonl_records` checks them."""
+    path, opts = Path(path), _options(numbers_as_text)
+    for first, lines in _lines(path, batch_bytes): yield _parse(path, first, lines, opts, lambda: read_text(path))
+
 
 # %% ../nbs/61_inputs.ipynb #3dfec23b
 _NA_TEXT = ['', '#N/A', 'N/A', 'NA', 'NULL', 'NaN', 'None', 'n/a', 'nan', 'null', '-NaN', '-nan']   # pandas' NA words
@@ -289,19 +330,26 @@ def _read_csv(path: Path) -> pd.DataFrame:
     except UnicodeDecodeError: raise _utf8_error(path) from None
     except (pd.errors.ParserWarning, pd.errors.ParserError) as e: raise _extra_fields(path, header, e) from None
 
-def _read_jsonl(path: Path) -> pd.DataFrame:
-    "A JSON Lines events file; labels and items that are JSON numbers are read again as the text written (`1e2`)."
-    text = read_text(path)
-    if text.lstrip().startswith('['): raise InputError(f'{show_path(path)}: a JSON array; {_JSONL_HINT}')
-    df = pd.DataFrame(jsonl_records(path, text))
+def _jsonl_frame(path: Path, first: int, lines: list) -> pd.DataFrame:
+    "The events of one batch of lines; labels and items that are JSON numbers are read again as the text written."
+    whole = lambda: read_text(path)
+    df = pd.DataFrame([rec for _, rec in _parse(path, first, lines, _options(False), whole)])
     nested = [c for c in ('conf', 'correct')
               if c in df.columns and df[c].dtype == object and df[c].map(type).isin([list, dict]).any()]
     if nested: raise InputError(f'{show_path(path)}: column-oriented JSON ({nested[0]!r} holds a list); {_JSONL_HINT}')
     kinds = {c: pd.api.types.infer_dtype(df[c], skipna=True) for c in TEXT_COLUMNS if c in df.columns}
     numeric = [c for c, k in kinds.items() if k not in ('string', 'empty')]
     if numeric:
-        df[numeric] = pd.DataFrame(jsonl_records(path, text, numbers_as_text=True), columns=numeric, index=df.index)
+        df[numeric] = pd.DataFrame([rec for _, rec in _parse(path, first, lines, _options(True), whole)],
+                                   columns=numeric, index=df.index)
     return df
+
+def _read_jsonl(path: Path) -> pd.DataFrame:
+    "A JSON Lines events file, a batch of lines at a time (`jsonl_lines`): never all its text or objects at once."
+    with open(path, encoding='utf-8-sig', errors='replace') as f: head = next((l for l in f if l.strip()), '')
+    if head.lstrip().startswith('['): raise InputError(f'{show_path(path)}: a JSON array; {_JSONL_HINT}')
+    frames = [df for first, lines in _lines(path) if len(df := _jsonl_frame(path, first, lines))]
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0] if frames else pd.DataFrame()
 
 def _read_parquet(path: Path) -> pd.DataFrame:
     pq = require('pyarrow.parquet', 'parquet', 'reading Parquet files')
@@ -594,7 +642,8 @@ def raw_output(
 ) -> dict | list:  # the arrays of an .npz, or the records of a JSON Lines file
     "A raw model output for an extractor: an `.npz` as a dict of arrays, a `.jsonl`/`.logits` file as its records."
     path = Path(path)
-    return read_npz(path) if path.suffix.lower() == '.npz' else jsonl_records(path, read_text(path))
+    if path.suffix.lower() == '.npz': return read_npz(path)
+    return [rec for batch in jsonl_batches(path) for _, rec in batch]
 
 # %% ../nbs/61_inputs.ipynb #in61d013
 def threshold_events(
@@ -618,23 +667,29 @@ def _is_top_logits(path: Path) -> bool:
         return isinstance(rec := json.loads(first), dict) and 'top_logits' in rec
     except (OSError, ValueError, RecursionError): return False   # the readers name what is wrong
 
+def _has_line(path: Path) -> bool:
+    "Whether a text file has a line that is not blank (a scan of its bytes, line by line: nothing is parsed)."
+    with open(path, 'rb') as f: return any(line.strip() for line in f)
+
 def _extract(extractor, path: Path) -> pd.DataFrame:
     "`extractor` over the raw output `path`; its errors and warnings naming `records[i]` name `file:line` instead."
     npz = path.suffix.lower() == '.npz'
+    stream = not npz and extractor.streams                   # records read a batch at a time, named file:line
     with warnings.catch_warnings(record=True) as caught:     # its warnings name records[i] too: re-issued below
         warnings.simplefilter('always')
-        raw = raw_output(path)
-        if not npz and not raw:
+        raw = Records(show_path(path), lambda: jsonl_batches(path)) if stream else raw_output(path)
+        if not npz and (not _has_line(path) if stream else not raw):
             raise InputError(f'{show_path(path)}: holds no records (no line with a JSON object): nothing for the '
                              f'extractor {extractor.name!r} to read')
         try: ev = extractor.extract(raw)
         except (ValueError, TypeError) as e:                 # a bad record, named records[i]: name its file:line
             if isinstance(e, InputError): raise
-            msg = first_line(e) if npz else record_lines(first_line(e), path, read_text(path))
+            msg = first_line(e) if npz or stream else record_lines(first_line(e), path, read_text(path))
             raise InputError(msg if msg.startswith(show_path(path)) else f'{show_path(path)}: {msg}') from None
-    text = read_text(path) if caught and not npz else None
+    text = read_text(path) if caught and not npz and not stream else None
     for w in caught:
-        msg = f'{show_path(path)}: {w.message}' if npz else record_lines(str(w.message), path, text)
+        msg = (f'{show_path(path)}: {w.message}' if npz else str(w.message) if stream
+               else record_lines(str(w.message), path, text))
         warnings.warn_explicit(msg, w.category, w.filename, w.lineno)
     return ev
 

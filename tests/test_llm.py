@@ -166,7 +166,7 @@ def test_extractor_plugin_and_records_equal_file(tmp_path):
     assert tok.correct.tolist() == [1]
     with pytest.raises(ValueError, match='span applies to level sequence only'):
         calibkit.extractor('openai_logprobs', level='token', span='Answer:')
-    with pytest.raises(ValueError, match="how must be one of 'min', 'mean', 'prod'"):
+    with pytest.raises(ValueError, match="how must be one of 'min', 'mean', 'gmean', 'prod'"):
         calibkit.extractor('openai_logprobs', how='max')
 
 

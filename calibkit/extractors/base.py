@@ -4,12 +4,15 @@
 
 # %% ../../nbs/18_extractor_base.ipynb #899fc6db
 from __future__ import annotations
-from collections.abc import Mapping
+import codecs
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 import pandas as pd
 from sklearn.base import BaseEstimator
+from ..config import decode_utf8
 
 # %% auto #0
-__all__ = ['Extractor']
+__all__ = ['JSONL_BATCH', 'Extractor', 'jsonl_lines', 'Records']
 
 # %% ../../nbs/18_extractor_base.ipynb #bb1b80d2
 class Extractor(BaseEstimator):
@@ -19,6 +22,7 @@ class Extractor(BaseEstimator):
     description: str = ''
     reads: dict[str, str] = {}            # required keys of a mapping `output` -> what each holds
     reads_optional: dict[str, str] = {}   # optional keys -> what each holds
+    streams: bool = False                 # `extract` takes `Records`: the command line streams a JSONL file to it
 
     def extract(self,
                 output,  # one model output: what the extractor documents, or a mapping with the keys in `reads`
@@ -46,6 +50,42 @@ class Extractor(BaseEstimator):
             raise ValueError(f'extractor {self.name!r}: output lacks key(s) {missing}; it reads {list(reads)}'
                              + (f' and optionally {list(optional)}' if optional else '') + f'; got keys {list(output)}')
         return {k: output.get(k) for k in [*reads, *optional]}
+
+# %% ../../nbs/18_extractor_base.ipynb #e2592cc4
+JSONL_BATCH = 1 << 22          # bytes of lines read (and parsed) at a time by the JSON Lines readers: 4 MiB
+
+def jsonl_lines(
+    path,  # a UTF-8 text file (JSON Lines)
+    *,
+    name: str | None = None,  # the file as messages name it (default: `str(path)`)
+    error: type[Exception] = ValueError,  # raised for a byte that is not UTF-8
+    batch_bytes: int = JSONL_BATCH,  # about this many bytes of whole lines per batch
+) -> Iterator[tuple[int, list[str]]]:  # per batch: the number of its first line and its lines (blank ones too)
+    """The lines of `path`, a batch of about `batch_bytes` at a time, a leading byte-order mark dropped; a byte that
+    is not UTF-8 raises `error` naming its line and column."""
+    with open(path, 'rb') as f:
+        line, head = 1, True
+        while chunk := f.read(batch_bytes):
+            chunk += f.readline()                                   # to the end of the batch's last line
+            if head: chunk, head = chunk.removeprefix(codecs.BOM_UTF8), False
+            try: text = chunk.decode('utf-8')
+            except UnicodeDecodeError:                              # the whole file, only to name the line
+                decode_utf8(Path(path).read_bytes(), str(path) if name is None else name, error)
+                raise
+            lines = text.split('\n')
+            if text.endswith('\n'): lines.pop()
+            yield line, lines
+            line += len(lines)
+
+class Records:
+    "The records of a JSON Lines file, read lazily: iterating gives `(line number, record)` pairs."
+    def __init__(self,
+                 name: str,  # the file as messages name it
+                 batches: Callable[[], Iterator[list[tuple[int, dict]]]],  # a fresh stream of batches at each call
+                ): self.name, self.batches = name, batches
+    def __iter__(self): return (pair for batch in self.batches() for pair in batch)
+    def __repr__(self): return f'Records({self.name!r})'
+
 
 # %% ../../nbs/18_extractor_base.ipynb #4afe094c
 from ..config import public_dir

@@ -5,13 +5,14 @@
 # %% ../../nbs/17_extract_llm.ipynb #6e2d0a37
 from __future__ import annotations
 import re, warnings
+from array import array
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Callable
 import numpy as np, pandas as pd
 from ..events import check_bool, check_choice, check_float, count_true
-from .base import Extractor
-from .seq2seq import _kind, _top_logit_records, exact_match, sequence_events
+from .base import Extractor, Records
+from .seq2seq import SEQUENCE_HOWS, _kind, _top_logit_records, exact_match, sequence_events
 
 # %% auto #0
 __all__ = ['NORMALIZERS', 'VERBAL_WORDS', 'read_openai_logprobs', 'answer_span', 'openai_sequence_events', 'openai_token_events',
@@ -73,12 +74,15 @@ def _choice(c, where: str):
 
 # %% ../../nbs/17_extract_llm.ipynb #5a51f439
 def _records(source):
-    "(name of the place, record) for each JSONL line of a file or each dict of a list."
+    "(name of the place, line, record) for each JSONL line of a file (read a batch at a time) or each dict of a list."
     if isinstance(source, (str, Path)):
         yield from ((f'{source}:{lineno}', lineno, d) for lineno, d in _top_logit_records(source))
         return
+    if isinstance(source, Records):
+        yield from ((f'{source.name}:{lineno}', lineno, d) for lineno, d in source)
+        return
     if not isinstance(source, (list, tuple)):
-        raise TypeError(f'source must be a path to a JSONL file or a list of records (dicts), '
+        raise TypeError(f'source must be a path to a JSONL file, `Records` or a list of records (dicts), '
                         f'got {type(source).__name__}')
     for i, d in enumerate(source):
         if not isinstance(d, Mapping):
@@ -113,7 +117,9 @@ def _choices(source):
         for i, c in enumerate(choices):
             yield f'{where}: choices[{i}]', line, i, c, gold, None if correct is None else correct[i], gold_tokens
 
-def _source_name(source) -> str: return 'records' if isinstance(source, (list, tuple)) else str(source)
+def _source_name(source) -> str:
+    if isinstance(source, Records): return source.name
+    return 'records' if isinstance(source, (list, tuple)) else str(source)
 
 def _unread(name: str, missing: list, n: int, what: str, read: bool, fix: str = ''):
     "Warn that `missing` ((line, index) pairs) of `n` choices have `what` and give no events; raise if none was `read`."
@@ -130,7 +136,7 @@ def read_openai_logprobs(
     """The generated tokens and their log-probabilities in OpenAI-compatible responses (chat or legacy completions), one
     response per line, and per response (`line`, `choice`) its `text`, `n_tokens`, `gold`, `correct`, `gold_tokens`."""
     tol = check_float('tol', tol, 0)
-    tokens, logprobs, rows, missing, n = [], [], [], [], 0
+    tokens, logprobs, rows, missing, n = [], array('d'), [], [], 0     # log-probabilities: one compact float array
     for where, line, i, c, gold, correct, gold_tokens in _choices(source):
         n += 1
         got = _choice(c, where)
@@ -144,7 +150,7 @@ def read_openai_logprobs(
     resp = pd.DataFrame(rows, columns=['line', 'choice', 'text', 'n_tokens', 'gold', 'correct', 'gold_tokens'],
                         dtype=object)
     resp = resp.astype({'line': np.int64, 'choice': np.int64, 'n_tokens': np.int64, 'correct': 'Int8'})
-    lp = np.asarray(logprobs, np.float64)
+    lp = np.frombuffer(logprobs, np.float64)
     nt = resp['n_tokens'].to_numpy()
     line, choice = np.repeat(resp['line'].to_numpy(), nt), np.repeat(resp['choice'].to_numpy(), nt)
     bad = np.isnan(lp) | (lp > tol)
@@ -220,13 +226,13 @@ def _source(source, marker, tol):
 def openai_sequence_events(
     source,  # a JSONL file of responses, or a list of its records (see `read_openai_logprobs`)
     *,
-    how: str = 'min',  # the sequence's confidence from its tokens' probabilities: 'min', 'mean' or 'prod'
+    how: str = 'min',  # the sequence's confidence from its tokens' probabilities: one of `SEQUENCE_HOWS`
     span: str | None = None,  # a marker such as 'Answer:': only the tokens after its last occurrence count
     normalize: str | Callable = 'strip',  # before the exact match: 'exact', 'strip', 'lower' or a function of a string
     tol: float = 1e-4,  # how far above 0 a logprob may be (rounding)
 ) -> pd.DataFrame:  # events `item`, `line`, `choice`, `answer`, `conf`, `correct`, `length`, `kind`: one per choice
-    """One event per generated choice (Stengel-Eskin & Van Durme 2023, §3): `conf` = min, mean or prod of its tokens'
-    probabilities exp(logprob) (in the answer `span`), `correct` = the record's `correct`, else the exact match
+    """One event per generated choice (Stengel-Eskin & Van Durme 2023, §3): `conf` = min, mean, gmean or prod of its
+    tokens' probabilities exp(logprob) (in the answer `span`), `correct` = the record's `correct`, else the exact match
     of the answer with `gold` (after `normalize`)."""
     norm = _normalizer(normalize)
     tok, resp = _source(source, span, tol)
@@ -275,21 +281,22 @@ class OpenAILogprobsExtractor(Extractor):
     "Sequence or token events from generation log-probabilities in OpenAI-compatible JSON (chat or legacy completions)."
     name = 'openai_logprobs'
     description = ('LLM generations with logprobs in OpenAI-compatible JSON (chat or legacy completions), one '
-                   'response per JSONL line → sequence events (min/mean/prod of token probabilities; exact match '
-                   'with gold, or correct) or token events (against gold_tokens)')
+                   'response per JSONL line → sequence events (min/mean/gmean/prod of token probabilities; exact '
+                   'match with gold, or correct) or token events (against gold_tokens)')
     reads = {'choices': 'per JSONL record: the choices, each with logprobs (chat: content; completions: tokens, '
                         'token_logprobs)'}
+    streams = True
     reads_optional = {'gold': 'the answer text (level sequence)', 'correct': '0/1, or one per choice (level sequence)',
                       'gold_tokens': 'the gold continuation as tokens (level token)'}
 
     def __init__(self,
                  level: str = 'sequence',  # 'sequence' (one event per choice) or 'token' (one per generated token)
-                 how: str = 'min',  # the sequence's confidence from its tokens': 'min', 'mean' or 'prod'
+                 how: str = 'min',  # the sequence's confidence from its tokens': one of `SEQUENCE_HOWS`
                  span: str | None = None,  # level sequence: only the tokens after this marker (e.g. 'Answer:') count
                  normalize: str = 'strip',  # level sequence, before the exact match: 'exact', 'strip' or 'lower'
                 ):
         self.level = check_choice('level', level, ('sequence', 'token'))
-        self.how = check_choice('how', how, ('min', 'mean', 'prod'))
+        self.how = check_choice('how', how, SEQUENCE_HOWS)
         if level == 'token' and span is not None: raise ValueError('span applies to level sequence only')
         if span is not None and (not isinstance(span, str) or not span):
             raise ValueError(f'span must be a non-empty marker string or None, got {span!r}')
@@ -550,6 +557,7 @@ class VerbalizedConfidenceExtractor(Extractor):
     description = ('LLM responses that state their confidence in words or numbers (Confidence: 80%, 0.8, (high)) in '
                    'OpenAI-compatible JSON, one response per JSONL line → one event per choice (Tian et al. 2023)')
     reads = {'choices': 'per JSONL record: the choices, each with message.content (chat) or text (completions)'}
+    streams = True
     reads_optional = {'gold': 'the answer text (exact match)', 'correct': '0/1, or one per choice (wins over gold)'}
 
     def __init__(self,
@@ -579,6 +587,7 @@ class PTrueExtractor(Extractor):
                    'of OpenAI-compatible JSON (chat or legacy completions), one judged answer per JSONL line')
     reads = {'choices': 'per JSONL record: the choices, with logprobs and top_logprobs at the first token',
              'correct': '0/1, or one per choice: whether the judged answer is right'}
+    streams = True
     reads_optional = {}
 
     def __init__(self,

@@ -8,16 +8,17 @@ import json
 from typing import Callable, Mapping
 import numpy as np, pandas as pd
 from ..events import as_pairs, check_choice, check_conf, check_correct, count_true
-from .base import Extractor
-from ..config import decode_utf8, require
+from .base import Extractor, jsonl_lines
+from ..config import require
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'token_events', 'marker_word_starts', 'word_events', 'exact_match', 'sequence_events', 'hard_split',
-           'split_accuracy', 'read_calibration_metric_logits', 'calibration_metric_events', 'hf_token_events',
-           'hf_word_events', 'hf_sequence_events', 'Seq2SeqExtractor']
+__all__ = ['IGNORE_INDEX', 'SEQUENCE_HOWS', 'token_events', 'marker_word_starts', 'word_events', 'exact_match', 'sequence_events',
+           'hard_split', 'split_accuracy', 'read_calibration_metric_logits', 'calibration_metric_events',
+           'hf_token_events', 'hf_word_events', 'hf_sequence_events', 'Seq2SeqExtractor']
 
 # %% ../../nbs/15_extract_seq2seq.ipynb #6567bbc8
 IGNORE_INDEX = -100       # label of padding positions (Hugging Face convention)
+SEQUENCE_HOWS = ('min', 'mean', 'gmean', 'prod')   # a sequence's confidence from its steps' (see `sequence_events`)
 _BLOCK = 1 << 19          # elements per block of rows (~2 MB of float32): a block stays in cache across the passes
 
 def _array(x, name: str) -> np.ndarray:
@@ -187,10 +188,13 @@ def _rank_in_runs(k: np.ndarray) -> np.ndarray:
     return np.arange(len(k)) - np.repeat(s, np.diff(np.append(s, len(k))))
 
 def _reduce(conf: np.ndarray, starts: np.ndarray, how: str) -> np.ndarray:
-    "Aggregate the runs of `conf` beginning at `starts` by min, mean or prod (= exp of summed logs)."
+    """Aggregate the runs of `conf` beginning at `starts` by min, mean, gmean (= exp of mean logs) or prod (= exp of
+    summed logs); a run with a 0 has gmean and prod 0 (its log-sum is -inf)."""
     if how == 'min': return np.minimum.reduceat(conf, starts).astype(np.float64)
-    if how == 'mean': return np.add.reduceat(conf, starts, dtype=np.float64) / np.diff(np.append(starts, len(conf)))
-    with np.errstate(divide='ignore'): return np.exp(np.add.reduceat(np.log(conf.astype(np.float64)), starts))
+    lens = np.diff(np.append(starts, len(conf)))
+    if how == 'mean': return np.add.reduceat(conf, starts, dtype=np.float64) / lens
+    with np.errstate(divide='ignore'): logs = np.add.reduceat(np.log(conf.astype(np.float64)), starts)
+    return np.exp(logs / lens if how == 'gmean' else logs)
 
 def _word_id_array(word_ids) -> np.ndarray:
     "Word ids as ints, `None` → -1 (Hugging Face's `word_ids()` style)."
@@ -305,13 +309,13 @@ def sequence_events(
     pred=None,  # the decoded sequences (id sequences or strings), matched against `ref`
     ref=None,  # the reference sequences
     correct=None,  # 1 where a sequence is right, instead of `pred` and `ref`
-    how: str = 'min',  # the sequence's confidence from its steps': 'min', 'mean' or 'prod'
+    how: str = 'min',  # the sequence's confidence from its steps': one of `SEQUENCE_HOWS`
     normalize: Callable | None = None,  # a function applied to `pred` and `ref` before the exact match
 ) -> pd.DataFrame:  # events `item`, `conf`, `correct`, `length`, `kind`: one per sequence
-    """One event per decoded sequence (Stengel-Eskin & Van Durme 2023, §3): `conf` = min (default), mean or prod
-    of its step (or word) confidences, `correct` = exact match of `pred` with `ref` (after `normalize`), or given
-    directly as `correct`."""
-    check_choice('how', how, ('min', 'mean', 'prod'))
+    """One event per decoded sequence (Stengel-Eskin & Van Durme 2023, §3): `conf` = min (default), mean, gmean
+    (geometric mean) or prod of its step (or word) confidences, `correct` = exact match of `pred` with `ref` (after
+    `normalize`), or given directly as `correct`."""
+    check_choice('how', how, SEQUENCE_HOWS)
     if isinstance(conf, pd.DataFrame):
         if not {'item', 'conf'} <= set(conf.columns): raise ValueError('an events frame for sequence_events needs '
                                                                        'columns item and conf')
@@ -390,20 +394,19 @@ def split_accuracy(
 # %% ../../nbs/15_extract_seq2seq.ipynb #74765792
 _TOP_KEYS = ('top_logits', 'top_logit_idxs', 'labels')
 
-def _read_bytes(path) -> bytes:
-    with open(path, 'rb') as f: return f.read()
-
 def _top_logit_records(path):
-    """(line number, record) for every non-blank line of a JSONL file; a BOM is dropped; bad lines raise naming
-    file:line."""
-    for lineno, line in enumerate(decode_utf8(_read_bytes(path), str(path)).split('\n'), 1):
-        if not line.strip(' \t\n\r\v\f'): continue     # blank (ASCII white space): skipped
-        try: d = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f'{path}:{lineno}: invalid JSON at column {e.colno} ({e.msg}); '
-                             'is the file truncated?') from None
-        if not isinstance(d, dict): raise ValueError(f'{path}:{lineno}: expected a JSON object, got {type(d).__name__}')
-        yield lineno, d
+    """(line number, record) for every non-blank line of a JSONL file, read a batch at a time (`jsonl_lines`); a BOM
+    is dropped; bad lines raise naming file:line."""
+    for first, lines in jsonl_lines(path):
+        for lineno, line in enumerate(lines, first):
+            if not line.strip(' \t\n\r\v\f'): continue     # blank (ASCII white space): skipped
+            try: d = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f'{path}:{lineno}: invalid JSON at column {e.colno} ({e.msg}); '
+                                 'is the file truncated?') from None
+            if not isinstance(d, dict):
+                raise ValueError(f'{path}:{lineno}: expected a JSON object, got {type(d).__name__}')
+            yield lineno, d
 
 def read_calibration_metric_logits(
     path,  # a JSONL file: one example per line with `top_logits`, `top_logit_idxs`, `labels`
@@ -514,17 +517,18 @@ def hf_sequence_events(
     *,
     refs=None,  # the references: B×T label ids or strings (default: `batch['labels']`)
     correct=None,  # 1 where a decoded sequence is right, instead of `refs`
-    how: str = 'min',  # the sequence's confidence from its steps': 'min', 'mean' or 'prod'
+    how: str = 'min',  # the sequence's confidence from its steps': one of `SEQUENCE_HOWS`
     tokenizer=None,  # decodes the outputs, for string `refs`
     normalize: Callable | None = None,  # a function applied to both sides before the exact match
     **generate_kw,  # passed to `model.generate` (greedy or sampling: num_beams=1)
 ) -> pd.DataFrame:  # sequence events (see `sequence_events`)
-    """Sequence events from free-running decoding with `model.generate`: `conf` = min/mean/prod of the decoded steps'
-    max probabilities (up to and including EOS); `correct` = exact match with `refs` (default: `batch['labels']`)."""
+    """Sequence events from free-running decoding with `model.generate`: `conf` = min/mean/gmean/prod of the decoded
+    steps' max probabilities (up to and including EOS); `correct` = exact match with `refs` (default:
+    `batch['labels']`)."""
     torch = _torch()
     if generate_kw.get('num_beams', 1) != 1: raise ValueError('hf_sequence_events needs num_beams=1 (greedy or '
                                                               'sampling)')
-    check_choice('how', how, ('min', 'mean', 'prod'))
+    check_choice('how', how, SEQUENCE_HOWS)
     inputs = {k: v for k, v in batch.items() if k not in ('labels', 'decoder_input_ids', 'decoder_attention_mask')}
     if refs is None and correct is None:
         if 'labels' not in batch:
@@ -568,7 +572,7 @@ class Seq2SeqExtractor(Extractor):
     "Seq2seq confidence events at the `token`, `word` or `sequence` level (Stengel-Eskin & Van Durme 2023)."
     name = 'seq2seq'
     description = ('Seq2seq model: step distributions (probs, logits or top-k) → token events (teacher forcing), '
-                   'word events (min/mean over subwords) or sequence events (min/mean/prod of decoded steps)')
+                   'word events (min/mean over subwords) or sequence events (min/mean/gmean/prod of decoded steps)')
     reads = {'scores': 'n×T×V step probabilities (logits with logits=True), or n×T×k top-k values with top_ids',
              'labels': f'n×T gold ids ({IGNORE_INDEX} = padding)'}
     reads_optional = {'top_ids': 'n×T×k vocabulary ids of a top-k scores', 'mask': 'n×T, 1 = a real step',
@@ -578,7 +582,7 @@ class Seq2SeqExtractor(Extractor):
 
     def __init__(self,
                  level: str = 'token',  # 'token' (teacher forcing), 'word' or 'sequence' (free-running decoding)
-                 how: str = 'min',  # aggregation of steps: 'min' or 'mean' (words), also 'prod' (sequences)
+                 how: str = 'min',  # aggregation of steps: 'min' or 'mean' (words), one of `SEQUENCE_HOWS` (sequences)
                  logits: bool = False,  # the scores are logits (level token or word)
                  ignore_ids=None,  # gold ids whose steps are no events (e.g. BOS, EOS, pad ids)
                  marker: str = '▁',  # the word-start marker of the vocabulary (level 'word'): '▁' or 'Ġ'
@@ -586,7 +590,7 @@ class Seq2SeqExtractor(Extractor):
                 ):
         if level not in ('token', 'word', 'sequence'):
             raise ValueError(f"level must be 'token', 'word' or 'sequence', got {level!r}")
-        check_choice('how', how, ('min', 'mean') if level == 'word' else ('min', 'mean', 'prod'))
+        check_choice('how', how, ('min', 'mean') if level == 'word' else SEQUENCE_HOWS)
         self.level, self.how, self.logits, self.ignore_ids = level, how, logits, ignore_ids
         self.marker, self.specials = marker, specials
 
