@@ -70,3 +70,33 @@ def test_strict_labels_refuses(folder, capsys):
     assert r.returncode == 65 and r.stdout == ''
     n_out = int((test['gold'] == OUTSIDE).sum())
     assert f'test.npz: gold: {n_out} of 800 values are not among labels: {OUTSIDE} ({n_out}, first at' in r.stderr
+
+
+def test_a_score_matrix_recalibrator_on_logits(folder, tmp_path, capsys):
+    """The how-to's 'Which score-matrix recalibrator?' route: `--recalibrator dirichlet --param ...` on .npz logits read
+    through the softmax extractor gives the events of `DirichletCalibration` fitted on the softmax dev rows; with gold
+    tags outside the labels (they have no NLL) it refuses the fit file."""
+    from calibkit.multiclass import DirichletCalibration
+    from calibkit.events import events_from_scores
+    from calibkit.metrics import smce
+    d, _ = folder
+    col, rows = {t: i for i, t in enumerate(TAGS)}, {}
+    for name in ('dev', 'test'):                                     # the tokens whose gold tag has a column
+        a = dict(np.load(d/f'{name}.npz'))
+        keep = a['gold'] != OUTSIDE
+        z, gold = a['scores'][keep], a['gold'][keep]
+        np.savez(tmp_path/f'{name}.npz', scores=z, gold=gold, labels=TAGS)
+        p = np.exp(z - z.max(1, keepdims=True))
+        rows[name] = p / p.sum(1, keepdims=True), np.array([col[g] for g in gold])
+    args = ('--extractor', 'softmax', '--extractor-param', 'kind=logits', '--recalibrator', 'dirichlet',
+            '--param', 'reg_lambda=0.1', '--param', 'reg_mu=0.1', '--n-samples', 20, '--json')
+    r = calibkit_here(capsys, 'report', tmp_path/'test.npz', '--fit', tmp_path/'dev.npz', *args)
+    assert r.returncode == 0, r.stderr
+    got = {m['key']: m['estimate'] for m in json.loads(r.stdout)['metrics'] if m['stage'] == 'after'}
+    (pd_, gd), (pt, gt) = rows['dev'], rows['test']
+    after = events_from_scores(DirichletCalibration(reg_lambda=0.1, reg_mu=0.1).fit(pd_, gd).transform(pt), gt)
+    assert got['ece_l2'] == pytest.approx(smce(after), rel=1e-9)
+    refused = calibkit_here(capsys, 'report', d/'test.npz', '--fit', d/'dev.npz', *args)
+    n_out = int((np.load(d/'dev.npz')['gold'] == OUTSIDE).sum())
+    assert refused.returncode == 65 and n_out > 0
+    assert f'error: {d/"dev.npz"}: gold: {n_out} of 1200 values are not among labels: {OUTSIDE}' in refused.stderr
