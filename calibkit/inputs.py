@@ -250,6 +250,31 @@ def _no_gc():
     finally:
         if was: gc.enable()
 
+_DELTA = np.zeros(256, np.int8)
+_DELTA[[ord('{'), ord('[')]], _DELTA[[ord('}'), ord(']')]] = 1, -1
+
+def _one_object_per_line(lines: list) -> bool:
+    """Whether each non-blank line, parsed as one array with the others, held one whole object: outside strings, its
+    brackets close to depth 0 at its last character and nowhere before (a value split over two lines, with a line
+    holding two objects to make up the count, would otherwise parse). Vectorised over the batch's bytes; a valid JSON
+    text has backslashes only in strings, so a quote after an odd run of them is escaped."""
+    b = np.frombuffer('\n'.join(line.strip() for line in lines if line.strip()).encode('utf-8'), np.uint8)
+    q, bs = np.flatnonzero(b == ord('"')), np.flatnonzero(b == ord('\\'))
+    if bs.size:                                                   # drop the quotes after an odd run of backslashes
+        cut = np.flatnonzero(np.diff(bs) != 1)
+        run_end, run_len = bs[np.r_[cut, bs.size - 1]], np.diff(np.r_[-1, cut, bs.size - 1])
+        k = np.searchsorted(run_end, q - 1)
+        hit = k < run_end.size
+        escaped = np.zeros(q.size, bool)
+        escaped[hit] = (run_end[k[hit]] == q[hit] - 1) & (run_len[k[hit]] % 2 == 1)
+        q = q[~escaped]
+    at = np.flatnonzero(_DELTA[b])                                # the brackets, in or out of strings
+    delta = np.where(np.searchsorted(q, at) % 2 == 0, _DELTA[b[at]], 0)   # even quotes before: outside a string
+    depth = np.cumsum(delta, dtype=np.int64)
+    closed = at[(delta < 0) & (depth == 0)]
+    ends = np.r_[np.flatnonzero(b == ord('\n')) - 1, len(b) - 1]           # each line's last byte
+    return bool(depth.min(initial=0) >= 0 and np.array_equal(closed, ends))
+
 def _parse(path: Path, first: int, lines: list, opts: dict, text) -> list[tuple[int, dict]]:
     """(line number, object) of the non-blank `lines` (numbered from `first`): one C-level parse of them all (joined
     into one array); line by line only to name an error, after `text()` (the whole file) was checked for a JSON
@@ -257,7 +282,7 @@ def _parse(path: Path, first: int, lines: list, opts: dict, text) -> list[tuple[
     numbers = [i for i, line in enumerate(lines, first) if line.strip()]
     try:
         with _no_gc(): recs = json.loads('[' + ','.join(line for line in lines if line.strip()) + ']', **opts)
-        if len(recs) == len(numbers) and set(map(type, recs)) <= {dict}:
+        if len(recs) == len(numbers) and set(map(type, recs)) <= {dict} and _one_object_per_line(lines):
             return _no_lone_surrogate(path, first, lines, list(zip(numbers, recs)))
     except (ValueError, RecursionError): pass
     doc = _document(path, text())

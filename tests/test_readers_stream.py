@@ -75,3 +75,18 @@ def test_peak_memory_is_about_one_batch(tmp_path):
     finally: tracemalloc.stop()
     assert n == 600_000 // len(line)
     assert peak < p.stat().st_size, peak
+
+
+@pytest.mark.parametrize('batch_bytes', [1, 1 << 22])
+def test_a_value_split_over_lines_is_refused_even_when_the_count_adds_up(tmp_path, batch_bytes):
+    """Lines 1 and 2 are halves of one object and line 3 holds two objects: joined into one array they parse as three
+    objects for three lines, but no line is one JSON object on its own, so the file is refused at line 1. Brackets and
+    quotes inside strings do not count."""
+    bad = tmp_path/'bad.jsonl'
+    bad.write_text('{"a": [{}\n{}]}\n{"c": 1}, {"d": 2}\n', encoding='utf-8')
+    with pytest.raises(InputError, match=r'bad\.jsonl: line 1, column \d+: invalid JSON'):
+        list(jsonl_batches(bad, batch_bytes=batch_bytes))
+    good = tmp_path/'good.jsonl'
+    good.write_text('{"a": "}{x\\"]", "b": [1, {"c": 2}]}\n\n  {"d": "é[{"}  \n', encoding='utf-8')
+    got = [rec for batch in jsonl_batches(good, batch_bytes=batch_bytes) for rec in batch]
+    assert got == [(1, {'a': '}{x"]', 'b': [1, {'c': 2}]}), (3, {'d': 'é[{'})]
