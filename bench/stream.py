@@ -2,6 +2,12 @@
 
     .venv/bin/python bench/stream.py                      # 10^6, 10^7, 10^8 events; both binnings
     .venv/bin/python bench/stream.py --sizes 1e9          # one size (each run is a process of its own: peak RSS)
+    .venv/bin/python bench/stream.py --certify 1e9 --shards 1000   # the certificate after 1000 merges, beside KLL
+
+With --certify: N events in S shards, each streamed into its own accumulator (and its own KLL sketch, Apache
+DataSketches, a bench-only dependency) and merged into one; a second pass over the same seeded events counts the
+exact rank of both sketches' bin edges and computes the exact equal-mass CalibMSE and ECE (the cells that hold the
+exact bin starts are collected and sorted), which the certified intervals must contain.
 
 Prints markdown tables (pasted into bench/README.md, section "Streaming"). Events are generated lazily, one chunk
 of 10^6 at a time, from a seeded generator (q = sqrt(u) * (0.4 + 0.6 u'), cheap to draw and heavier near 1;
@@ -49,13 +55,127 @@ def one(n, binning, sketch):
                 calib_mse=tuple(r.calib_mse), ece=tuple(r.ece))
 
 
+# ---- the certificate at scale: shards merged, beside KLL at equal memory ------------------------------------------
+STREAMS = {'miscalibrated': lambda q, u: u < q ** 1.3,         # over-confident, as above
+           'near-calibrated': lambda q, u: u < 0.99 * q}      # one per cent over-confident
+
+
+def shards(n, n_shards, stream, seed=7):
+    "The events of each shard in turn (a list of chunks of at most CHUNK), generated lazily from a fixed seed."
+    rng, size = np.random.default_rng(seed), n // n_shards
+    for _ in range(n_shards):
+        out = []
+        for s in range(0, size, CHUNK):
+            m = min(CHUNK, size - s)
+            q = np.sqrt(rng.random(m)) * (0.4 + 0.6 * rng.random(m))
+            out.append((q, STREAMS[stream](q, rng.random(m)).astype(np.uint8)))
+        yield out
+
+
+def certify(n, n_shards, stream, kll_k):
+    "Stream n events as n_shards accumulators merged into one; the same with KLL; then a second pass for the truth."
+    import datasketches
+    from calibkit.stream import CalibrationStream, _choose_cuts
+    from calibkit.binning import bin_starts
+    total, kll = CalibrationStream(10), datasketches.kll_doubles_sketch(kll_k)
+    t_ours = t_kll = 0.0
+    for part in shards(n, n_shards, stream):
+        t = time.perf_counter()
+        acc = CalibrationStream(10)
+        for q, y in part: acc.update(q, y)
+        total.merge(acc)                                   # one merge per shard
+        t_ours += time.perf_counter() - t
+        t = time.perf_counter()
+        sk = datasketches.kll_doubles_sketch(kll_k)
+        for q, _ in part: sk.update(q)
+        kll.merge(sk)
+        t_kll += time.perf_counter() - t
+    r = total.compute()
+    d = total._digests[0]
+    s = bin_starts(n, n_bins=10)
+    cuts = _choose_cuts(d, s)
+    ours_v = d.lo[np.minimum(cuts.index, len(d.n) - 1)]
+    kll_v = np.array([kll.get_quantile(x / n) for x in s[1:]])
+    # the second pass: exact ranks of both sketches' edges, and the exact equal-mass bins (the cells holding the
+    # exact starts are collected whole and sorted: continuous confidences, no ties at a start)
+    c = np.r_[0, np.cumsum(d.n)]
+    i = np.searchsorted(c, s[1:], 'right') - 1               # the cell holding each exact start
+    lo, hi = d.lo[i], d.hi[i]
+    below_ours, below_kll = np.zeros(9, np.int64), np.zeros(9, np.int64)
+    seg = np.zeros((3, 19))                                  # n, Σq, Σy between and inside the start cells
+    inside = [[] for _ in range(9)]
+    for part in shards(n, n_shards, stream):
+        for q, y in part:
+            qs = np.sort(q)
+            below_ours += np.searchsorted(qs, ours_v, 'left')
+            below_kll += np.searchsorted(qs, kll_v, 'left')
+            j = np.searchsorted(np.c_[lo, np.nextafter(hi, 2)].ravel(), q, 'right')   # even: between, odd: inside
+            for w, v in enumerate((np.ones_like(q), q, y.astype(np.float64))): seg[w] += np.bincount(j, v, 19)
+            for jj in np.unique(j[j % 2 == 1]): inside[jj // 2].append(np.c_[q[j == jj], y[j == jj]])
+    D, nn = np.zeros(10), np.zeros(10)
+    for b in range(10):                                      # bin b: segment 2b plus its start cells' parts
+        nn[b], D[b] = seg[0, 2 * b], seg[1, 2 * b] - seg[2, 2 * b]
+    for jj in range(9):
+        e = np.concatenate(inside[jj]); e = e[np.argsort(e[:, 0], kind='stable')]
+        m = s[jj + 1] - c[i[jj]]                              # of the cell's events, the lowest m are below the start
+        nn[jj] += m; D[jj] += (e[:m, 0] - e[:m, 1]).sum()
+        nn[jj + 1] += len(e) - m; D[jj + 1] += (e[m:, 0] - e[m:, 1]).sum()
+    exact = dict(calib_mse=float((D * D / nn).sum() / n), ece=float(np.abs(D).sum() / n))
+    kll_bytes = len(kll.serialize())
+    return dict(n=n, shards=n_shards, stream=stream, seconds_ours=t_ours, seconds_kll=t_kll, nbytes=total.nbytes,
+                cells=len(d.n), kll_k=kll_k, kll_bytes=kll_bytes, calib_mse=tuple(map(float, r.calib_mse)),
+                ece=tuple(map(float, r.ece)), exact=exact,
+                ours_stated=cuts.moved.tolist(), ours_rank_error=(below_ours - s[1:]).tolist(),
+                ours_claimed=(cuts.below - s[1:]).tolist(),
+                kll_stated=float(kll.normalized_rank_error(False) * n), kll_rank_error=(below_kll - s[1:]).tolist())
+
+
+def certify_table(rows):
+    "Markdown: the certificate's width against the ±5% target, rank errors and memory beside KLL."
+    print('\n| events | stream | shards merged | state (bytes) | cells | CalibMSE [lower, upper] | half-width | exact '
+          '(2nd pass) | ECE [lower, upper] | half-width | exact (2nd pass) | target met |')
+    print('|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|---|')
+    for r in rows:
+        out = []
+        for m in ('calib_mse', 'ece'):
+            v, lo, hi = r[m]
+            half = max(v - lo, hi - v)
+            ok = half <= (1e-5 if v < 2e-4 else 0.05 * v) and lo <= r['exact'][m] <= hi
+            rel = f'{half:.1e}' if v < 2e-4 else f'{100 * half / v:.3f}%'
+            out.append((f'{v:.6g} [{lo:.6g}, {hi:.6g}]', rel, f"{r['exact'][m]:.6g}", ok))
+        print(f"| {r['n']:.0e} | {r['stream']} | {r['shards']} | {r['nbytes']:,} | {r['cells']:,} | {out[0][0]} | "
+              f"{out[0][1]} | {out[0][2]} | {out[1][0]} | {out[1][1]} | {out[1][2]} | "
+              f"{'yes' if out[0][3] and out[1][3] else 'NO'} |")
+    print('\n| events | stream | calibkit: state (bytes) | certified rank bound, max over edges | actual rank error, '
+          'max | KLL k | KLL (bytes) | KLL bound (99%) | KLL actual, max | update + merge s (calibkit / KLL) |')
+    print('|---|---|---:|---:|---:|---:|---:|---:|---:|---|')
+    for r in rows:
+        assert r['ours_rank_error'] == r['ours_claimed'], 'the digest misstated a rank'
+        print(f"| {r['n']:.0e} | {r['stream']} | {r['nbytes']:,} | {max(r['ours_stated']):,} | "
+              f"{max(map(abs, r['ours_rank_error'])):,} | {r['kll_k']:,} | {r['kll_bytes']:,} | {r['kll_stated']:,.0f} | "
+              f"{max(map(abs, r['kll_rank_error'])):,} | {r['seconds_ours']:.0f} / {r['seconds_kll']:.0f} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--sizes', default='1e6,1e7,1e8', help='numbers of events, comma-separated')
     ap.add_argument('--sketch', type=int, default=None, help='the digest k (default calibkit.stream.SKETCH)')
     ap.add_argument('--binnings', default='fixed_width,equal_mass')
     ap.add_argument('--one', nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument('--certify', type=float, default=None, help='N: the certificate after merging shards, beside KLL')
+    ap.add_argument('--shards', type=int, default=1000, help='with --certify: accumulators merged into one')
+    ap.add_argument('--streams', default='miscalibrated,near-calibrated', help='with --certify: ' + ', '.join(STREAMS))
+    ap.add_argument('--kll-k', type=int, default=40_000, help='with --certify: KLL k (about equal memory at 1e9)')
     a = ap.parse_args()
+    if a.certify:
+        rows = []
+        for stream in a.streams.split(','):
+            rows.append(certify(int(a.certify), a.shards, stream, a.kll_k))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        certify_table(rows)
+        print(f'\ncalibkit k = 2^14 (default), 10 bins; {a.shards} shards of {int(a.certify) // a.shards:,} events, each '
+              f'streamed in chunks of at most {CHUNK:,} and merged into one accumulator; KLL k = {a.kll_k:,}.')
+        return
     if a.one:
         print(json.dumps(one(int(float(a.one[0])), a.one[1], a.sketch))); return
     from calibkit.stream import SKETCH
