@@ -8,8 +8,8 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 
 from calibkit.binning import equal_mass_stats, fixed_width_stats
 from calibkit.metrics import calib_mse, ece, gmce
-from calibkit.stream import (CalibrationStream, Bounded, _Digest, _bit_length, _chunk_digest, _compress, _levels,
-                             _bounds, _choose_cuts)
+from calibkit.stream import (CalibrationStream, Bounded, _CELLS, _Cuts, _Digest, _bit_length, _chunk_digest, _levels,
+                             _bounds, _choose_cuts, _digest_stats, _moves, _span)
 from calibkit.binning import BinStats, bin_starts, sort_pairs
 
 SLACK = 1e-12   # float64 sums added in another order than the in-memory functions add them
@@ -106,7 +106,7 @@ def test_equal_mass_merge_orders_within_bound(kind):
 
 @pytest.mark.parametrize('kind', ['beta', 'two_digits', 'ties', 'ones'])
 def test_equal_mass_exact_when_sketch_exceeds_events(kind):
-    "k > N: t = 0, every node holds one value, so the bins are the in-memory ones (ties moved to a run's nearer end)."
+    "k > N: t = 0, every cell holds one value, so the bins are the in-memory ones (ties moved to a run's nearer end)."
     q, y = events(5_000, 5, kind)
     r = stream(q, y, n_bins=7, sketch=10_001).compute()
     ref = equal_mass_stats(q, y, n_bins=7)
@@ -137,15 +137,66 @@ def test_bound_property(n, digits, n_bins, k, batch, seed, a, b):
 
 
 def test_bound_formula_hand_case():
+    "Two bins of 4 events (D = 1 each); at the cut, 0 or 1 event of a cell of q = 0.75 (4 events, 2 correct) may cross."
     st_ = BinStats(n=np.array([4, 4]), sum_conf=np.array([3.0, 3.0]), sum_correct=np.array([2.0, 2.0]),
                    lo=np.zeros(2), hi=np.ones(2))
-    m, e = _bounds(st_, np.array([1, 1]))
-    assert m.value == pytest.approx(0.0625)
-    assert m.upper == pytest.approx(0.0625 + 2 * (1 * 4 * (0.5 + 0.0625 + 0.25) / 3) / 8)
-    assert e.upper == pytest.approx(0.25 + 2 / 8) and e.lower == pytest.approx(0.0)
-    # k >= n: |D^2/n| <= n, so the bin may change the sum by n + k
-    m2, _ = _bounds(st_, np.array([4, 0]))
-    assert m2.upper == pytest.approx(min(1.0, 0.0625 + (4 + 4) / 8))
+    cell = _Digest(np.array([2**62]), np.array([4]), np.array([3.0]), np.array([2]), np.array([0.75]), np.array([0.75]))
+    mv = _moves(cell, _Cuts(np.array([0]), np.array([0]), np.array([1]), np.array([1])))
+    assert [a.tolist() for a in mv] == [[[0, 1, 1, 1]], [[0, -0.25, -0.25, -0.25]], [[0, 0.75, 0.75, 0.75]]]
+    m, e = _bounds(st_, *mv)
+    tol = 2 * 2.0**-53 * 4 * 6 / 8
+    rest = 2 * ((2 * 0.25 * 0.75 + 0.25**2) * 1 + 0.75**2) / 3     # equal gaps: the first order is 0
+    assert m.value == pytest.approx(0.0625) and m.upper == pytest.approx(0.0625 + rest / 8 + 2 * tol, abs=1e-15)
+    assert e.lower == pytest.approx(0.25 - tol, abs=1e-16) and e.upper == pytest.approx(0.25 + tol, abs=1e-16)
+    exact = [((1 + dy) ** 2 / (4 + mu) + (1 - dy) ** 2 / (4 - mu)) / 8 for mu, dy in [(0, 0), (1, -0.25), (1, 0.75)]]
+    assert all(m.lower <= v <= m.upper for v in exact)
+    # gaps that differ: the first order is 2(g0 − g1)·δ − (g0² − g1²)·μ at the extreme points
+    st2 = BinStats(n=np.array([4, 4]), sum_conf=np.array([3.0, 3.0]), sum_correct=np.array([1.0, 3.0]),
+                   lo=np.zeros(2), hi=np.ones(2))
+    m2, e2 = _bounds(st2, *mv)
+    g0, g1 = 0.5, 0.0
+    first = [2 * (g0 - g1) * dl - (g0**2 - g1**2) * mu for mu, dl in [(0, 0), (1, -0.25), (1, 0.75)]]
+    rest2 = ((2 * 0.5 * 0.75 + 0.25) * 1 + 0.75**2) / 3 + (0.75**2) / 3
+    assert m2.upper == pytest.approx(st2.sq_error() + (max(first) + rest2) / 8 + 2 * tol, abs=1e-15)
+    assert st2.sq_error() + (min(first) - rest2) / 8 < 0 and m2.lower == 0.0        # clipped at 0
+    assert e2.lower == pytest.approx(2 / 8 - tol, abs=1e-16)          # at least |Σ D| / N
+    # a bin that may empty is bounded crudely: D²/n in [0, n + ν]
+    m3, _ = _bounds(st_, np.array([[0, 4, 4, 4]]), np.array([[0, -1, -1, -1]]), np.array([[0, 1, 1, 1]]))
+    assert m3.upper == pytest.approx(min(1.0, 0.0625 + (4 + 4 + 4 + 4 - 0.5) / 8), abs=1e-12)
+
+
+def test_moves_contain_the_exact_crossings():
+    "At every cut, what the exact bins move across it (count, Σ(q − y)) lies in the feasible set `_moves` describes."
+    for kind, k, seed in [('beta', 64, 1), ('two_digits', 64, 2), ('near_one', 32, 3), ('reversed', 16, 4), ('sorted', 8, 5)]:
+        q, y = events(12_000, seed, kind)
+        acc = stream(q, y, batch=1500, n_bins=10, sketch=k)
+        d = acc._digests[0]
+        cuts = _choose_cuts(d, bin_starts(len(q), n_bins=10))
+        st_, ref = _digest_stats(d, cuts), equal_mass_stats(q, y, n_bins=10)
+        assert len(ref.n) == 10                                        # no run of ties longer than a bin
+        mu_true = np.cumsum(ref.n)[:-1] - np.cumsum(st_.n)[:-1]
+        d_true = np.cumsum(ref.sum_conf - ref.sum_correct)[:-1] - np.cumsum(st_.sum_conf - st_.sum_correct)[:-1]
+        mu, dlo, dhi = _moves(d, cuts)
+        assert (np.abs(mu_true) <= cuts.moved).all() and (np.sign(mu_true) * np.sign(mu[:, 1]) >= 0).all(), kind
+        for j in range(9):
+            lo_at = np.interp(mu_true[j], *np.unique(np.c_[mu[j], dlo[j]], axis=0).T) if np.ptp(mu[j]) else dlo[j, 0]
+            hi_at = np.interp(mu_true[j], *np.unique(np.c_[mu[j], dhi[j]], axis=0).T) if np.ptp(mu[j]) else dhi[j, 0]
+            assert lo_at - 1e-9 <= d_true[j] <= hi_at + 1e-9, (kind, j)
+
+
+def test_certificate_width_targets_after_merges():
+    "Two streams of 4·10^5 events in 100 shards merged into one (default k): ±5% (±1e-5 below 2e-4), the truth inside."
+    rng = np.random.default_rng(11)
+    q = np.sqrt(rng.random(400_000)) * (0.4 + 0.6 * rng.random(400_000))
+    u = rng.random(400_000)
+    for y in ((u < q ** 1.3).astype(np.uint8), (u < 0.99 * q).astype(np.uint8)):
+        total = CalibrationStream(10)
+        for p in np.array_split(np.arange(len(q)), 100): total.merge(CalibrationStream(10).update(q[p], y[p]))
+        r = total.compute()
+        for b, ref in ((r.calib_mse, calib_mse(q, y, n_bins=10)), (r.ece, ece(q, y, n_bins=10))):
+            assert b.lower <= ref <= b.upper
+            assert max(b.upper - b.value, b.value - b.lower) <= (1e-5 if b.value < 2e-4 else 0.05 * b.value)
+        assert total.nbytes <= 2 * 2**20
 
 
 def test_digest_invariants_and_constant_memory():
@@ -157,17 +208,20 @@ def test_digest_invariants_and_constant_memory():
         acc.update(q[s:s + 20_000], y[s:s + 20_000])
         sizes.append(len(acc._digests[0].h))
     d = acc._digests[0]
-    t = len(q) // k
-    assert (d.n[_levels(d.h) > 0] <= t).all()                         # property 1: inner nodes hold at most N/k
-    assert (np.diff(d.h) > 0).all()                                   # sorted, no duplicate node
-    assert max(sizes) <= 6 * k and max(sizes[5:]) <= 1.5 * min(sizes[5:])   # bounded, flat in N
+    start, end = _span(d.h)
+    assert (start[1:] >= end[:-1]).all()                              # a partition, sorted by value
+    assert max(sizes) <= _CELLS * k and max(sizes[5:]) <= 1.5 * min(sizes[5:])   # bounded, flat in N
     key, lev = d.lo.view(np.int64), _levels(d.h)
-    assert ((key >> lev) == d.h - (np.int64(1) << (62 - lev))).all()  # every node's events lie in its cell
+    assert ((key >> lev) == d.h - (np.int64(1) << (62 - lev))).all()  # every cell's events lie in its key range
     assert ((d.hi.view(np.int64) >> lev) == (key >> lev)).all()
     cuts = _choose_cuts(d, bin_starts(len(q), n_bins=10))
-    T = np.searchsorted(np.sort(q), cuts.value, 'left')
-    assert ((cuts.below <= T) & (T <= cuts.below + cuts.straddle)).all()
-    assert (cuts.straddle <= 62 * t).all()
+    T = np.searchsorted(np.sort(q), d.lo[cuts.index], 'left')
+    assert (T == cuts.below).all()                                    # the rank of a cut is exact
+    held = d.n[np.where(cuts.target >= cuts.below, cuts.index, cuts.index - 1)]
+    assert (2 * np.abs(cuts.below - cuts.target) <= held).all()       # within half of the cell holding the target
+    drift = CalibrationStream(10, sketch=k)                           # a drifting stream: the cap holds the memory
+    for s in range(0, len(q), 20_000): drift.update(np.sort(q)[::-1][s:s + 20_000], y[s:s + 20_000])
+    assert len(drift._digests[0].h) <= _CELLS * k
 
 
 def test_bit_length_exact():
