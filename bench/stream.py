@@ -141,7 +141,7 @@ def certify_table(rows):
             v, lo, hi = r[m]
             half = max(v - lo, hi - v)
             ok = half <= (1e-5 if v < 2e-4 else 0.05 * v) and lo <= r['exact'][m] <= hi
-            rel = f'{half:.1e}' if v < 2e-4 else f'{100 * half / v:.3f}%'
+            rel = f'{half:.1e}' if v < 2e-4 else f'{100 * half / v:.2g}%'
             out.append((f'{v:.6g} [{lo:.6g}, {hi:.6g}]', rel, f"{r['exact'][m]:.6g}", ok))
         print(f"| {r['n']:.0e} | {r['stream']} | {r['shards']} | {r['nbytes']:,} | {r['cells']:,} | {out[0][0]} | "
               f"{out[0][1]} | {out[0][2]} | {out[1][0]} | {out[1][1]} | {out[1][2]} | "
