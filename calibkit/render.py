@@ -7,13 +7,15 @@ from __future__ import annotations
 import html, json, re
 from pathlib import Path
 import numpy as np, pandas as pd
+from .compare import Comparison, differences_wide, metrics_side, paper_table, paper_wide
 from .report import CI_BUDGET, METRICS, SELECTIVE, Report, metrics_wide
 from .selective import MAX_CURVE_POINTS
 from .outdir import MARKER, claim
 
 # %% auto #0
-__all__ = ['MAX_HTML_GROUPS', 'REPORT_FILES', 'selective_wide', 'bands_note', 'conformal_html', 'report_html',
-           'write_report_files', 'save_report']
+__all__ = ['MAX_HTML_GROUPS', 'REPORT_FILES', 'COMPARISON_FILES', 'selective_wide', 'bands_note', 'conformal_html', 'report_html',
+           'write_report_files', 'save_report', 'pairing_note', 'comparison_html', 'write_comparison_files',
+           'save_comparison']
 
 # %% ../nbs/67_render.ipynb #bb9f334d
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -170,6 +172,71 @@ def save_report(r: Report,  # a calibration report
     _check_report(r)
     with claim(out, REPORT_FILES, force=force, inputs=inputs) as folder:
         out = folder.commit(lambda path: write_report_files(r, path))
+    return sorted(p for p in out.iterdir() if p.name != MARKER)
+
+# %% ../nbs/67_render.ipynb #7d7297b8
+def pairing_note(c: Comparison,  # a comparison
+                 ) -> str:
+    "How a comparison's intervals and p-values were made, in one paragraph."
+    m = c.meta
+    how = {'id': f'paired by {"/".join(m["id"])}: the {m["n_items"]:,} items were resampled jointly for all models '
+                 '(every event of an item moves with it)',
+           'position': 'paired by position: row i of every model is the same event, resampled jointly',
+           'none': 'unpaired: each model\'s events were resampled independently'}[m['paired']]
+    return (f'Differences are b − a. Intervals ({m["level"]:.0%}) and p-values for "no difference" by the '
+            f'{"paired" if m["paired"] != "none" else "unpaired"} bootstrap, {m["n_samples"]:,} resamples, {how}; '
+            'equal-mass bins are recomputed within every resample. A model\'s own intervals are its report\'s '
+            '(per-bin Normal resampling of bin accuracies).')
+
+def comparison_html(c: Comparison,  # a comparison
+                    ) -> str:  # the page: one HTML document, charts as inline SVG
+    "The self-contained HTML page of a comparison."
+    from calibkit.charts import font_css, to_svg    # deliberately lazy: Altair is loaded only when a page is rendered
+    if not isinstance(c, Comparison): raise TypeError(f'c must be a Comparison, got {type(c).__name__}')
+    e, t = html.escape, c.meta['title']
+    side = metrics_side(c)
+    side.insert(1, 'definition', [(METRICS | SELECTIVE)[k][1] for k in pd.unique(c.metrics.key)])
+    parts = [f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(t)}</title>',
+             f'<style>{font_css()}\n{_CSS}</style></head><body><h1>{e(t)}</h1>', '<h2>Verdict</h2>']
+    parts += [f'<p class="verdict"><b>{e(k)}.</b> {" ".join(map(e, v))}</p>' for k, v in c.verdict.items()]
+    data = pd.DataFrame({'model': c.names, 'events': [f'{c.meta["events"][n]:,}' for n in c.names]})
+    parts += ['<h2>Models</h2>', _table(data), '<h2>Metrics</h2>', _defined(_table(side)),
+              f'<h2>Differences</h2><p class="note">{e(pairing_note(c))}</p>', _table(differences_wide(c))]
+    if c.groups is not None:
+        parts += [f'<h2>Per group</h2><p class="note">The sparse-tagset paper\'s Table 1 layout (Kranzlein, Liu &amp; '
+                  f'Schneider 2021): SMCE over all events and the GMCE of each group of {e(str(c.meta["grouper"]))} '
+                  f'(1 = the most frequent tags), Δ% against {e(c.names[0])}.</p>', _table(paper_wide(paper_table(c)))]
+    if c.warnings: parts += ['<h2>Warnings</h2><ul>', *(f'<li>{e(w)}</li>' for w in c.warnings), '</ul>']
+    parts += ['<h2>Charts</h2>', *(f'<figure>{to_svg(ch)}</figure>' for ch in c.charts.values()),
+              '<h2>Provenance</h2><pre>', e(json.dumps(c.meta, indent=1, default=str)), '</pre></body></html>']
+    return '\n'.join(parts)
+
+COMPARISON_FILES = frozenset({'comparison.html', 'comparison.json', 'metrics.csv', 'differences.csv', 'groups.csv'} |
+                             {f'{chart}{ext}' for chart in ('reliability', 'risk_coverage')
+                              for ext in ('.svg', '.vl.json')})
+
+def write_comparison_files(c: Comparison,  # a comparison
+                           folder: Path,  # an existing folder to write into (the transaction's)
+                           ) -> None:
+    "Write comparison.html, comparison.json, metrics.csv, differences.csv (+ groups.csv) and the charts into `folder`."
+    from calibkit.charts import save_chart     # deliberately lazy: Altair is loaded only when written
+    folder = Path(folder)
+    (folder/'comparison.html').write_text(comparison_html(c), encoding='utf-8')
+    (folder/'comparison.json').write_text(c.to_json(), encoding='utf-8')
+    c.metrics.to_csv(folder/'metrics.csv', index=False, float_format='%.6g')
+    c.differences.to_csv(folder/'differences.csv', index=False, float_format='%.6g')
+    if c.groups is not None: c.groups.to_csv(folder/'groups.csv', index=False, float_format='%.6g')
+    for k, ch in c.charts.items(): save_chart(ch, folder/k)
+
+def save_comparison(c: Comparison,  # a comparison
+                    out,  # the folder to write (a path)
+                    *, force: bool = False,  # replace a folder calibkit wrote, if untouched
+                    inputs=(),  # the input files of the run: the folder may not hold one
+                    ) -> list[Path]:  # the files written, sorted (the manifest aside)
+    "Write the comparison folder `out` through `calibkit.outdir.claim`."
+    if not isinstance(c, Comparison): raise TypeError(f'c must be a Comparison, got {type(c).__name__}')
+    with claim(out, COMPARISON_FILES, force=force, inputs=inputs) as folder:
+        out = folder.commit(lambda path: write_comparison_files(c, path))
     return sorted(p for p in out.iterdir() if p.name != MARKER)
 
 # %% ../nbs/67_render.ipynb #3cb14bf7
