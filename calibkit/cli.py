@@ -108,10 +108,10 @@ MAX_SAMPLES = 10_000      # --n-samples: intervals hold n_samples × bins floats
 # %% ../nbs/62_cli.ipynb #94b2b4f0
 def param_flag(text: str,  # the flag's value, K=V
                ) -> tuple[str, object]:
-    "`K=V` → (K, V): V as a JSON scalar (number, true/false, null, \"text\") when it is one, else the text itself."
+    "`K=V` (or `NAME.K=V`, a parameter of the recalibrator NAME in `calibkit compare`) → (K, V): V as a JSON scalar (number, true/false, null, \"text\") when it is one, else the text itself."
     import json
     key, sep, value = text.partition('=')
-    if not sep or not key.isidentifier(): raise argparse.ArgumentTypeError(f'expected NAME=VALUE, got {text!r}')
+    if not sep or not all(k.isidentifier() for k in key.split('.', 1)): raise argparse.ArgumentTypeError(f'expected NAME=VALUE, got {text!r}')
     def refuse(word):
         raise argparse.ArgumentTypeError(f'{text!r}: {word} is not a value a plugin can use (JSON has no NaN)')
     try: v = json.loads(value, parse_constant=refuse)
@@ -208,6 +208,9 @@ def _check_flags(args) -> None:
         raise CLIError(EX_USAGE, f'--binning {args.binning} chooses its own bins: --n-bins/--bin-size do not apply')
     if args.binning in ('adaptive', 'sweep') and getattr(args, 'dask', None) is not None:
         raise CLIError(EX_USAGE, f'--binning {args.binning} searches the sorted events in memory: not with --dask')
+    dotted = [k for k, _ in args.param or [] if '.' in k]
+    if dotted: raise CLIError(EX_USAGE, f'--param {dotted[0]}=…: a report\'s recalibrator parameters are K=V (NAME.K=V '
+                                        'names one of several in calibkit compare)')
     if args.param and args.recalibrator in (None, 'none'):
         raise CLIError(EX_USAGE, '--param needs --recalibrator (not none)')
     if args.grouper is None:
@@ -377,6 +380,14 @@ def _check_compare(args, recal: list) -> None:
     if args.id != 'item' and args.paired in ('position', 'none'):
         raise CLIError(EX_USAGE, f'--id applies to pairing by id, not --paired {args.paired}')
 
+def _n_groups(name, n_groups):
+    "--n-groups for the grouper `name` when it takes it (unknown names are the registry's to refuse), else None."
+    if name is None or n_groups is None: return None
+    import inspect
+    from calibkit.plugins import registry   # lazy: the registry loads the installed plugins
+    r = registry()['grouper'].get(name)
+    return n_groups if r is None or 'n_groups' in inspect.signature(r.cls).parameters else None
+
 def _recalibrator_kinds(names: list) -> bool:
     "Whether any of --recalibrator's names is a score-matrix recalibrator; an unknown name exits 2."
     from calibkit.plugins import registry   # lazy: the registry loads the installed plugins
@@ -397,6 +408,9 @@ def cmd_compare(args,  # the parsed flags of `calibkit compare`
     matrix = _recalibrator_kinds(recal) if recal else False
     xt = _plugin('extractor', args.extractor, args.extractor_param)
     evaluate = args.evaluate_by if recal and args.evaluate_by else args.grouper
+    by = {args.grouper, evaluate} - {None}
+    if args.n_groups is not None and not any(_n_groups(g, args.n_groups) for g in by):
+        raise CLIError(EX_USAGE, f'--n-groups: no grouper given takes it ({", ".join(sorted(by))})')
     kw = dict(threshold=args.threshold, extractor=xt)
     try:
         if recal: inps = [plan(args.inputs[0], args.fit, args.counts, conformal=matrix, **kw)]
@@ -421,11 +435,13 @@ def _compare(args, inps, recal, params, matrix, evaluate) -> int:
             if recal:
                 ev, fit, _ = read[0]
                 loaded = inps[0].scores() if matrix else None
-                models = recalibrations(ev, fit, recal, params=params, grouper=args.grouper, n_groups=args.n_groups,
+                models = recalibrations(ev, fit, recal, params=params, grouper=args.grouper,
+                                        n_groups=_n_groups(args.grouper, args.n_groups),
                                         counts=counts,
                                         scores=dict(zip(('fit', 'events', 'labels'), loaded)) if matrix else None)
             else: models = dict(zip(_model_names(args), (ev for ev, _, _ in read)))
-            c = compare(models, paired=args.paired, id=args.id.split(','), grouper=evaluate, n_groups=args.n_groups,
+            c = compare(models, paired=args.paired, id=args.id.split(','), grouper=evaluate,
+                        n_groups=_n_groups(evaluate, args.n_groups),
                         counts=counts, n_bins=args.n_bins, bin_size=args.bin_size, level=args.level,
                         n_samples=args.n_samples, seed=args.seed,
                         title=args.title or f'Calibration comparison: {", ".join(models)}',
