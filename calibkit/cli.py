@@ -108,10 +108,12 @@ MAX_SAMPLES = 10_000      # --n-samples: intervals hold n_samples × bins floats
 # %% ../nbs/62_cli.ipynb #94b2b4f0
 def param_flag(text: str,  # the flag's value, K=V
                ) -> tuple[str, object]:
-    "`K=V` (or `NAME.K=V`, a parameter of the recalibrator NAME in `calibkit compare`) → (K, V): V as a JSON scalar (number, true/false, null, \"text\") when it is one, else the text itself."
+    """`K=V` (or `NAME.K=V`, parameter K of the recalibrator NAME in `calibkit compare`) → (K, V): V as a JSON scalar
+    (number, true/false, null, "text") when it is one, else the text itself."""
     import json
     key, sep, value = text.partition('=')
-    if not sep or not all(k.isidentifier() for k in key.split('.', 1)): raise argparse.ArgumentTypeError(f'expected NAME=VALUE, got {text!r}')
+    if not sep or not all(k.isidentifier() for k in key.split('.', 1)):
+        raise argparse.ArgumentTypeError(f'expected NAME=VALUE, got {text!r}')
     def refuse(word):
         raise argparse.ArgumentTypeError(f'{text!r}: {word} is not a value a plugin can use (JSON has no NaN)')
     try: v = json.loads(value, parse_constant=refuse)

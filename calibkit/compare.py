@@ -20,8 +20,8 @@ from .report import (METRICS, SELECTIVE, Report, _alpha, _g, _grouper, _plugin_n
                              recalibrated)
 
 # %% auto #0
-__all__ = ['PAIRINGS', 'DECIDES', 'CHECKED', 'pairing', 'Comparison', 'compare', 'pair_verdict', 'paper_table', 'paper_wide',
-           'recalibrations', 'comparison_charts', 'metrics_side', 'differences_wide']
+__all__ = ['PAIRINGS', 'DECIDES', 'CHECKED', 'pairing', 'Comparison', 'compare', 'difference_text', 'pair_verdict', 'paper_table',
+           'paper_wide', 'recalibrations', 'comparison_charts', 'metrics_side', 'differences_wide']
 
 # %% ../nbs/60b_compare.ipynb #e8825c64
 PAIRINGS = ('auto', 'id', 'position', 'none')
@@ -130,7 +130,8 @@ def compare(models: Mapping,  # name -> events frame (conf, correct; the `id` co
     how, items = pairing(models, paired, id)
     if n_bins is not None and bin_size is not None: raise ValueError('give at most one of n_bins and bin_size')
     level, n_samples, seed = default('ci_level', level), default('ci_samples', n_samples), default('seed', seed)
-    if meta is not None and not isinstance(meta, dict): raise TypeError(f'meta must be a dict, got {type(meta).__name__}')
+    if meta is not None and not isinstance(meta, dict):
+        raise TypeError(f'meta must be a dict, got {type(meta).__name__}')
     first = next(iter(models))
     said, frequencies = [], None
     if grouper is not None:
@@ -156,13 +157,18 @@ def compare(models: Mapping,  # name -> events frame (conf, correct; the `id` co
     d.insert(3, 'metric', d.key.map(_names()))
     m = pd.concat([_metric_table(r).assign(model=name) for name, r in reports.items()], ignore_index=True)
     groups = [r.groups.drop(columns='stage').assign(model=name) for name, r in reports.items() if r.groups is not None]
+    sizes = {name: len(ev) for name, ev in models.items()}
+    if len(set(sizes.values())) > 1:
+        said.append('the models\' event sets differ in size (' + ', '.join(f'{k} {v:,}' for k, v in sizes.items())
+                    + ' events): metrics that depend on which events there are (Brier\'s uncertainty, AURC, the risk '
+                    'at a coverage) differ partly because the events do, not only because the confidences do')
     said = list(dict.fromkeys(said))
     for w in said: warnings.warn(w, stacklevel=2)
     r0 = reports[first]
     info = dict(title=title, calibkit_version=calibkit_version(), paired=how,
                 id=_id_columns(id) if how == 'id' else None,
                 n_items=None if items is None else int(max(int(i.max()) for i in items) + 1),
-                events={name: len(ev) for name, ev in models.items()}, binning='equal_mass',
+                events=sizes, binning='equal_mass',
                 n_bins=r0.meta['n_bins'], n_bins_requested=n_bins, bin_size=bin_size, level=level,
                 n_samples=n_samples, seed=seed, grouper=_plugin_name(grouper), n_groups=r0.meta['n_groups'],
                 frequencies=frequencies, **(meta or {}))
@@ -173,13 +179,21 @@ def compare(models: Mapping,  # name -> events frame (conf, correct; the `id` co
     return c
 
 # %% ../nbs/60b_compare.ipynb #1fa542cf
-def _p(p: float) -> str:
-    return 'p < 0.001' if p < 0.001 else f'p = {p:.2g}'
+def _p(p: float,  # a bootstrap p-value, (1 + #{resamples at least as far}) / (1 + resamples)
+       n_samples: int,  # the resamples
+       ) -> str:
+    "A p-value in words: at its floor 1/(1 + resamples) it is a bound, not a value."
+    floor = 1 / (n_samples + 1)
+    return f'p ≤ {floor:.2g}' if p <= floor * (1 + 1e-9) else f'p = {p:.2g}'
 
-def _said(r, level: float) -> str:
-    "A difference row in words: 'b − a = est (95% CI lo to hi; paired bootstrap, p = ...)'."
-    return (f'{r.b} − {r.a} = {_g(r.estimate)} ({level:.0%} CI {_g(r.lo)} to {_g(r.hi)}; {r.method}, '
-            f'{_p(r.p_value)})')
+def _num(v: float) -> str: return _g(v).replace('-', '−')   # 3 significant digits, a true minus sign
+
+def difference_text(r,  # a row of `Comparison.differences` (a, b, estimate, lo, hi, p_value, method, n_samples)
+                    level: float,  # the interval's level
+                    ) -> str:  # 'b − a = est (95% CI lo to hi; paired bootstrap, p = ...)'
+    "One difference in words, as the verdicts state it."
+    return (f'{r.b} − {r.a} = {_num(r.estimate)} ({level:.0%} CI {_num(r.lo)} to {_num(r.hi)}; {r.method}, '
+            f'{_p(r.p_value, r.n_samples)})')
 
 def pair_verdict(c: Comparison,  # a comparison
                  a: str,  # the first model of the pair
@@ -192,18 +206,20 @@ def pair_verdict(c: Comparison,  # a comparison
     row = lambda k: d[(d.a == a) & (d.b == b) & (d.key == k)].iloc[0]
     r, e = row(DECIDES), row(CHECKED)
     sig_r, sig_e = r.p_value < alpha, e.p_value < alpha
+    said = lambda x: difference_text(x, level)
     if sig_r:
         better, worse = (b, a) if r.estimate < 0 else (a, b)
-        out = [f'{better} is better calibrated than {worse}: debiased CalibMSE {_said(r, level)}, more than noise at '
+        out = [f'{better} is better calibrated than {worse}: debiased CalibMSE {said(r)}, more than noise at '
                f'α = {_alpha(level)}.']
     else:
-        out = [f'{a} and {b} do not differ in calibration by more than noise at α = {_alpha(level)}: debiased CalibMSE '
-               f'{_said(r, level)}.']
+        out = [f'{a} and {b} do not differ in calibration by more than noise at α = {_alpha(level)}: debiased '
+               f'CalibMSE {said(r)}.']
     if sig_e != sig_r or (sig_e and np.sign(e.estimate) != np.sign(r.estimate)):
         how = ('points the other way' if sig_e and sig_r else 'finds a difference' if sig_e else 'finds none')
-        out.append(f'ECE (l1) {how}: {_said(e, level)}' + ('; it is not debiased, so a difference in sampling noise '
-                   'between the models shows in it.' if sig_e and not sig_r else '.'))
+        out.append(f'ECE (l1) {how}: {said(e)}' + ('; it is not debiased, so a difference in sampling noise between '
+                                                   'the models shows in it.' if sig_e and not sig_r else '.'))
     return out
+
 
 # %% ../nbs/60b_compare.ipynb #8e287ce8
 def paper_table(c: Comparison,  # a comparison
@@ -257,7 +273,7 @@ def recalibrations(events: pd.DataFrame,  # the evaluated events (conf, correct;
                    grouper=None,  # fit one recalibrator per group of this grouper (name or instance); None: one
                    n_groups=None,  # groups, for a grouper that takes it
                    counts=None,  # training label counts the grouper is fitted on (default: the fit events' labels)
-                   scores: dict | None = None,  # score matrices, for score-matrix recalibrators (as `calibration_report`)
+                   scores: dict | None = None,  # score matrices for score-matrix recalibrators (`calibration_report`'s)
                    given: str = 'as given',  # the name of the events as given
                    ) -> dict:  # name -> events: `given`, then each recalibrator ('isotonic', or 'isotonic · scw')
     "The events as given and after each recalibrator (one per group of `grouper`): the models of a comparison."
@@ -312,10 +328,17 @@ def metrics_side(c: Comparison,  # a comparison
         c.names].reset_index().rename_axis(columns=None)
 
 def differences_wide(c: Comparison,  # a comparison
+                     keys=None,  # the metrics to show (keys of `METRICS` or `SELECTIVE`; default: all)
                      ) -> pd.DataFrame:  # one row per metric, one column per pair: 'estimate [lo, hi], p'
     "Every pair's differences, b − a with interval and p-value."
-    fmt = lambda r: f'{r.estimate:.3g} [{r.lo:.3g}, {r.hi:.3g}], {_p(r.p_value)}'
-    d = c.differences.assign(pair=c.differences.b + ' − ' + c.differences.a)
+    fmt = lambda r: f'{_num(r.estimate)} [{_num(r.lo)}, {_num(r.hi)}], {_p(r.p_value, r.n_samples)}'
+    d = c.differences
+    if keys is not None:
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        if bad := [k for k in keys if k not in set(d.key)]:
+            raise ValueError(f'keys: {bad} are not among the differences\' metrics {list(pd.unique(d.key))}')
+        d = d[d.key.isin(keys)]
+    d = d.assign(pair=d.b + ' − ' + d.a)
     cell = d.assign(value=d.apply(fmt, axis=1))
     return cell.pivot(index='metric', columns='pair', values='value').reindex(pd.unique(d.metric))[
         list(pd.unique(d.pair))].reset_index().rename_axis(columns=None)

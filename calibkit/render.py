@@ -205,7 +205,8 @@ def comparison_html(c: Comparison,  # a comparison
     if c.groups is not None:
         parts += [f'<h2>Per group</h2><p class="note">The sparse-tagset paper\'s Table 1 layout (Kranzlein, Liu &amp; '
                   f'Schneider 2021): SMCE over all events and the GMCE of each group of {e(str(c.meta["grouper"]))} '
-                  f'(1 = the most frequent tags), Δ% against {e(c.names[0])}.</p>', _table(paper_wide(paper_table(c)).reset_index())]
+                  f'(1 = the most frequent tags), Δ% against {e(c.names[0])}.</p>',
+                  _table(paper_wide(paper_table(c)).reset_index())]
     if c.warnings: parts += ['<h2>Warnings</h2><ul>', *(f'<li>{e(w)}</li>' for w in c.warnings), '</ul>']
     parts += ['<h2>Charts</h2>', *(f'<figure>{to_svg(ch)}</figure>' for ch in c.charts.values()),
               '<h2>Provenance</h2><pre>', e(json.dumps(c.meta, indent=1, default=str)), '</pre></body></html>']
