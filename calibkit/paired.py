@@ -98,7 +98,8 @@ class _Sorted:
         seg = np.searchsorted(np.cumsum(st.n), off[:-1], 'right')   # each resample's first bin
         out = _segment_metrics(st, seg)
         if cov is None: return out
-        ends = w[(self.first[1:] - 1) + n * np.arange(k)[:, None]]   # events · 2³² + correct up to each run's end
+        ends = w.reshape(k, n)                               # events · 2³² + correct up to each run's end...
+        if len(self.first) <= n: ends = ends[:, self.first[1:] - 1]   # ...when some run holds more than one event
         ends = np.diff(ends, axis=1, prepend=np.r_[0, ends[:-1, -1]][:, None])
         m, s = ends >> 32, ends & 0xFFFFFFFF                 # each run's events and correct events in each resample
         v, sel = self.cs[self.first[:-1]], []
