@@ -150,7 +150,7 @@ def _models(conf, correct, items, paired: bool) -> tuple[list, list, int]:
                          f'lacks {lacks} (model 0, 1, ...): pass the events of the common items, or paired=False')
     return data, units, len(uniq)
 
-# %% ../nbs/05b_paired.ipynb #d1fe9fa9
+# %% ../nbs/05b_paired.ipynb #be362430
 def _replicates(models: list, n_units: int, spec: dict, cov, n_keys: int, n_samples: int, rng) -> np.ndarray:
     """`_Sorted.values` of every model on `n_samples` resamples, shape (n_samples, models, `n_keys`): per resample the
     multiplicities of the units are drawn ONCE for all models when paired (`n_units` > 0), else per model."""
@@ -171,7 +171,7 @@ def _replicates(models: list, n_units: int, spec: dict, cov, n_keys: int, n_samp
                       unit='chunk'))
     return out
 
-# %% ../nbs/05b_paired.ipynb #be362430
+# %% ../nbs/05b_paired.ipynb #643f6251
 def _point(c: np.ndarray, y: np.ndarray, spec: dict, name: str) -> dict:
     "Every metric of one model's events, as the single-model functions compute them (AUROC's NaN said)."
     with warnings.catch_warnings(record=True) as caught:
@@ -259,6 +259,6 @@ def bootstrap_differences(
                              p_value=np.where(np.isnan(d), np.nan, p).ravel(),
                              method='paired bootstrap' if paired else 'unpaired bootstrap', n_samples=n_samples))
 
-# %% ../nbs/05b_paired.ipynb #54b7ce68
+# %% ../nbs/05b_paired.ipynb #546fc47c
 from .config import public_dir
 __dir__ = public_dir(globals())   # dir(module) lists its __all__
