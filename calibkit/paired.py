@@ -6,7 +6,7 @@
 from __future__ import annotations
 import os, warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 import numpy as np, pandas as pd
 from .config import progress
@@ -54,7 +54,7 @@ def _segment_metrics(st: BinStats, seg: np.ndarray) -> np.ndarray:
                      sums(w * p * (1 - p)), sums(w * within), sums(w * (p - per(y)) ** 2), y * (1 - y)], axis=1)
 
 # %% ../nbs/05b_paired.ipynb #4aa478d0
-RESAMPLE_EVENTS = 1 << 18   # events of the resamples binned at once (several small resamples share numpy's calls)
+RESAMPLE_EVENTS = 1 << 16   # events of the resamples binned at once (several small resamples share numpy's calls)
 
 @dataclass(frozen=True, eq=False)
 class _Sorted:
@@ -72,6 +72,16 @@ class _Sorted:
         return cls(cs, y[o] + (np.int64(1) << 32), np.flatnonzero(np.r_[True, cs[1:] != cs[:-1], True]),
                    unit[o], np.bincount(unit, minlength=n_units).astype(np.int64))
 
+    tiles: dict = field(default_factory=dict, repr=False)   # k -> `tiled(k)`, made once
+
+    def tiled(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        "`cs`, `ys1` and `first` of `k` resamples laid one after the other."
+        if k not in self.tiles:
+            n = len(self.cs)
+            self.tiles[k] = (np.tile(self.cs, k), np.tile(self.ys1, k),
+                             np.r_[(self.first[:-1] + n * np.arange(k)[:, None]).ravel(), k * n])
+        return self.tiles[k]
+
     def values(self, cnt: np.ndarray, spec: dict, cov: np.ndarray | None) -> np.ndarray:
         """The binned metrics, then (unless `cov` is None) the selective ones, of the resamples holding `cnt[r, u]`
         copies of unit u, shape (resamples, metrics): equal-mass bins recomputed on each, runs of equal confidence
@@ -80,15 +90,16 @@ class _Sorted:
         k, n = len(cnt), len(self.cs)
         tot = cnt @ self.size                                # each resample's size
         off = np.r_[0, np.cumsum(tot)]                       # ranks at which each resample starts
-        starts = np.concatenate([bin_starts(t, **{s: min(v, t) for s, v in spec.items()}) + o   # a resample smaller
-                                 for t, o in zip(tot.tolist(), off.tolist())])                  # than its bins: 1 each
-        first = np.r_[(self.first[:-1] + n * np.arange(k)[:, None]).ravel(), k * n]
-        w = cnt[:, self.unit].ravel()
-        st = _resample_stats(np.tile(self.cs, k), np.tile(self.ys1, k), first, w, starts, np.empty(k * n), True)
+        cuts = {t: bin_starts(t, **{s: min(v, t) for s, v in spec.items()})   # a resample smaller than its bins:
+                for t in np.unique(tot).tolist()}                              # one event per bin
+        starts = np.concatenate([cuts[t] + o for t, o in zip(tot.tolist(), off.tolist())])
+        w = np.take(cnt, self.unit, axis=1).ravel()
+        st = _resample_stats(*self.tiled(k), w, starts, np.empty(k * n), True)
         seg = np.searchsorted(np.cumsum(st.n), off[:-1], 'right')   # each resample's first bin
         out = _segment_metrics(st, seg)
         if cov is None: return out
-        ends = w[(self.first[1:] - 1) + n * np.arange(k)[:, None]]   # events · 2³² + correct up to each run's end
+        ends = w.reshape(k, n)                               # events · 2³² + correct up to each run's end...
+        if len(self.first) <= n: ends = ends[:, self.first[1:] - 1]   # ...when some run holds more than one event
         ends = np.diff(ends, axis=1, prepend=np.r_[0, ends[:-1, -1]][:, None])
         m, s = ends >> 32, ends & 0xFFFFFFFF                 # each run's events and correct events in each resample
         v, sel = self.cs[self.first[:-1]], []
@@ -139,7 +150,7 @@ def _models(conf, correct, items, paired: bool) -> tuple[list, list, int]:
                          f'lacks {lacks} (model 0, 1, ...): pass the events of the common items, or paired=False')
     return data, units, len(uniq)
 
-# %% ../nbs/05b_paired.ipynb #d1fe9fa9
+# %% ../nbs/05b_paired.ipynb #be362430
 def _replicates(models: list, n_units: int, spec: dict, cov, n_keys: int, n_samples: int, rng) -> np.ndarray:
     """`_Sorted.values` of every model on `n_samples` resamples, shape (n_samples, models, `n_keys`): per resample the
     multiplicities of the units are drawn ONCE for all models when paired (`n_units` > 0), else per model."""
@@ -160,7 +171,7 @@ def _replicates(models: list, n_units: int, spec: dict, cov, n_keys: int, n_samp
                       unit='chunk'))
     return out
 
-# %% ../nbs/05b_paired.ipynb #be362430
+# %% ../nbs/05b_paired.ipynb #643f6251
 def _point(c: np.ndarray, y: np.ndarray, spec: dict, name: str) -> dict:
     "Every metric of one model's events, as the single-model functions compute them (AUROC's NaN said)."
     with warnings.catch_warnings(record=True) as caught:
@@ -237,7 +248,9 @@ def bootstrap_differences(
         warnings.warn(f'bootstrap_differences: {int(bad.sum()):,} resampled differences are undefined (e.g. '
                       f'{keys[k]} of pair {pairs[j]}: a resample with only correct or only wrong events) and are '
                       'left out of their intervals and p-values', stacklevel=2)
-    qlo, qhi = np.nanquantile(dr, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    with warnings.catch_warnings():                       # a metric undefined on the data (said) has no interval
+        warnings.simplefilter('ignore', RuntimeWarning)
+        qlo, qhi = np.nanquantile(dr, [(1 - level) / 2, (1 + level) / 2], axis=0)
     far = np.sum(np.abs(dr - d) >= np.abs(d), axis=0)          # NaN compares False
     p = (1 + far) / (1 + np.sum(~np.isnan(dr), axis=0))
     return pd.DataFrame(dict(a=np.repeat([names[i] for i in a], len(keys)),
@@ -246,6 +259,6 @@ def bootstrap_differences(
                              p_value=np.where(np.isnan(d), np.nan, p).ravel(),
                              method='paired bootstrap' if paired else 'unpaired bootstrap', n_samples=n_samples))
 
-# %% ../nbs/05b_paired.ipynb #54b7ce68
+# %% ../nbs/05b_paired.ipynb #546fc47c
 from .config import public_dir
 __dir__ = public_dir(globals())   # dir(module) lists its __all__

@@ -12,9 +12,10 @@ from fastcore.basics import patch
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
 from .events import as_pairs, check_bool, check_choice, check_int, check_probs, check_scores, events_from_scores
-from .binning import BINNINGS, BinStats, bin_interval, bin_stats, bin_table, group_bins, sorted_events, wsum
-from .metrics import brier, calib_mse_interval, ece_interval
+from .binning import BINNINGS, BinStats, bin_interval, bin_stats, bin_table, group_bins, sorted_events
+from .metrics import calib_mse_interval, ece_interval
 from .significance import CALIBRATED, binomial_bands, consistency_bands, ecce_r_test, spiegelhalter_test
+from .paired import binned_metrics
 from .selective import COVERAGES, MAX_CURVE_POINTS, ranking, risk_coverage, selective_summary
 from .conformal import ConformalSets, set_summary
 from .plugins import make, registry
@@ -110,11 +111,10 @@ def metric_rows(st: BinStats,  # the stage's bins, with moments
     moments."""
     kw = dict(n_samples=n_samples, level=level, seed=seed)
     got = {'calib_mse': calib_mse_interval(st, **kw), 'calib_mse_debiased': calib_mse_interval(st, debias=True, **kw),
-           'noise_floor': (float(wsum(st.noise, st.weight)), np.nan, np.nan),
-           **{f'ece_{norm}': ece_interval(st, norm=norm, **kw) for norm in ('l1', 'l2', 'max')},
-           **{'brier' if k == 'brier' else f'brier_{k}': (v, np.nan, np.nan) for k, v in brier(st)._asdict().items()}}
-    return [dict(key=k, metric=METRICS[k][0], estimate=float(got[k][0]), lo=float(got[k][1]), hi=float(got[k][2]))
-            for k in METRICS]
+           **{f'ece_{norm}': ece_interval(st, norm=norm, **kw) for norm in ('l1', 'l2', 'max')}}
+    est = binned_metrics(st)                                 # the estimates' one definition
+    return [dict(key=k, metric=METRICS[k][0], estimate=est[k], lo=float(got[k][1]) if k in got else np.nan,
+                 hi=float(got[k][2]) if k in got else np.nan) for k in METRICS]
 
 # %% ../nbs/60_report.ipynb #29bb9ab8
 def _accepts(obj, name: str) -> bool:
