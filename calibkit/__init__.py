@@ -45,7 +45,7 @@ _LAZY = {name: (module, name) for module, names in _CORE.items() for name in nam
 _SUBMODULES = {'config', 'events', 'binning', 'metrics', 'plugins', 'charts', 'studies', 'report', 'render',
                'recalibrators', 'groupers', 'extractors', 'models', 'datasets', 'sparse', 'inputs', 'cli', 'demos',
                'dask', 'diagnostics', 'multiclass', 'significance', 'kernel', 'selective', 'conformal', 'stream',
-               'torchmetric'}
+               'torchmetric', 'export'}
 
 
 def __getattr__(name):
