@@ -246,7 +246,8 @@ def _check_flags(args) -> None:
     if export and args.json and not args.out:
         raise CLIError(EX_USAGE, '--export writes into the report folder: with --json, give --out')
     if width is not None and not set(export or ()) & set(FIGURE_FORMATS):
-        raise CLIError(EX_USAGE, f'--figure-width needs --export with {", ".join(FIGURE_FORMATS)}: it sizes the figures')
+        raise CLIError(EX_USAGE, f'--figure-width needs --export with {", ".join(FIGURE_FORMATS)}: it sizes the '
+                                 'figures')
 
 def _out(args, inp):
     "The claim on the report's output folder (`calibkit.outdir.claim`), or a null context with --json and no --out."
