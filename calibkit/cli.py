@@ -6,16 +6,18 @@
 from __future__ import annotations
 import argparse, contextlib, logging, os, sys
 from pathlib import Path
-from .config import BINNINGS, FORMATS, calibkit_version, check_threshold, first_line, progress, settings
+from .config import (BINNINGS, FIGURE_FORMATS, FIGURE_WIDTHS, FORMATS, calibkit_version, check_threshold,
+                             first_line, progress, settings)
 from .outdir import OutputError, claim
 _all_ = ['BINNINGS', 'FORMATS', 'first_line']   # calibkit.config's, the one definitions (numpy-free)
 
 # %% auto #0
 __all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_SOFTWARE', 'EX_CANTCREAT', 'EXIT_CODES', 'PARAM_FLAGS',
            'MAX_SAMPLES', 'CONFORMAL_NEEDS', 'PLAN_WORDS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'CLIError', 'failing_as',
-           'output_error', 'flag_words', 'int_flag', 'float_flag', 'threshold_flag', 'param_flag', 'input_error',
-           'dask_cluster', 'reading', 'cmd_report', 'recalibrator_params', 'cmd_compare', 'plugin_table', 'cmd_plugins',
-           'cmd_demo', 'DemoHelp', 'Parser', 'parser', 'main', 'BINNINGS', 'FORMATS', 'first_line']
+           'output_error', 'flag_words', 'int_flag', 'float_flag', 'threshold_flag', 'param_flag', 'export_flag',
+           'figure_width_flag', 'input_error', 'dask_cluster', 'reading', 'cmd_report', 'recalibrator_params',
+           'cmd_compare', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser', 'parser', 'main', 'BINNINGS',
+           'FORMATS', 'first_line']
 
 # %% ../nbs/62_cli.ipynb #52c6fcf9
 EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_SOFTWARE, EX_CANTCREAT = 2, 65, 66, 69, 70, 73
@@ -119,6 +121,23 @@ def param_flag(text: str,  # the flag's value, K=V
     try: v = json.loads(value, parse_constant=refuse)
     except ValueError: return key, value
     return key, v if v is None or isinstance(v, (bool, int, float, str)) else value
+
+# %% ../nbs/62_cli.ipynb #e8dd10e8
+def export_flag(text: str,  # the value of --export: formats, comma-separated
+                ) -> tuple:  # the formats
+    "The argparse type of `--export`: distinct formats of `calibkit.export.EXPORT_FORMATS`, checked by `check_formats`."
+    from calibkit.export import check_formats   # lazy: Altair, loaded only when a paper's files are asked for
+    try: return check_formats(text)
+    except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
+
+def figure_width_flag(text: str,  # the value of --figure-width
+                      ) -> str | float:  # 'single', 'double' or inches
+    "The argparse type of `--figure-width`: 'single', 'double' or a number of inches, checked by `figure_inches`."
+    from calibkit.export import figure_inches   # lazy, as above
+    width = text if text in FIGURE_WIDTHS else _number(text, float)
+    try: figure_inches(width)
+    except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
+    return width
 
 # %% ../nbs/62_cli.ipynb #cl62c020
 CONFORMAL_NEEDS = ('--conformal needs score matrices (INPUT and --fit as .npz with scores and gold, or raw outputs '
@@ -229,13 +248,28 @@ def _check_flags(args) -> None:
     if args.recalibrator not in (None, 'none') and not args.fit:
         raise CLIError(EX_USAGE, f'--recalibrator {args.recalibrator} needs fit events (--fit): recalibrators are '
                                  'fitted on held-out data, never on the events they are judged on')
+    export, width = getattr(args, 'export', None), getattr(args, 'figure_width', None)
+    if export and args.json and not args.out:
+        raise CLIError(EX_USAGE, '--export writes into the report folder: with --json, give --out')
+    if width is not None and not set(export or ()) & set(FIGURE_FORMATS):
+        raise CLIError(EX_USAGE, f'--figure-width needs --export with {", ".join(FIGURE_FORMATS)}: it sizes the '
+                                 'figures')
 
 def _out(args, inp):
     "The claim on the report's output folder (`calibkit.outdir.claim`), or a null context with --json and no --out."
     if args.json and not args.out: return contextlib.nullcontext()
-    from calibkit.render import REPORT_FILES   # lazy: numpy, pandas, Altair
+    from calibkit.render import EXPORT_FILES, REPORT_FILES   # lazy: numpy, pandas, Altair
     out = Path(args.out) if args.out else Path.cwd()/f'{inp.name}-calibration'
-    return claim(out, REPORT_FILES, force=args.force, inputs=inp.paths)
+    return claim(out, REPORT_FILES | EXPORT_FILES, force=args.force, inputs=inp.paths)   # with or without exports
+
+def _write(args, rep):
+    "The writer of the report folder: the report's files, and its exports with --export."
+    import calibkit.render as render                 # lazy: numpy, pandas, Altair
+    export, width = getattr(args, 'export', None), getattr(args, 'figure_width', None) or 'single'
+    def write(folder):
+        render.write_report_files(rep, folder)
+        if export: render.write_report_exports(rep, folder, export, width)
+    return write
 
 # %% ../nbs/62_cli.ipynb #93f8a911
 def _conformal(args, loaded):
@@ -298,8 +332,7 @@ def cmd_report(args,  # the parsed flags of `calibkit report`
     with dask_cluster(dask_): return _report(args, inp, grouper, recal, matrix)   # --dask: the cluster lives for it
 
 def _report(args, inp, grouper, recal, matrix=False) -> int:
-    import calibkit.render as render                 # lazy: numpy, pandas, Altair
-    from calibkit.report import calibration_report
+    from calibkit.report import calibration_report   # lazy: numpy, pandas, Altair
     steps = progress(total=3, desc='calibkit report', unit='step')
     if inp.dask: import calibkit.dask as cd          # lazy: dask, an extra, only with --dask
     with reading(inp): ev, fit, counts = inp.read(cd.read_events if inp.dask else None)
@@ -322,7 +355,7 @@ def _report(args, inp, grouper, recal, matrix=False) -> int:
                                                grouper_params=dict(args.grouper_param or []) or None))
         steps.update()
         if out is not None:
-            try: out.commit(lambda folder: render.write_report_files(rep, folder))
+            try: out.commit(_write(args, rep))
             except OSError as e: raise CLIError(EX_CANTCREAT, f'{out.path}: {first_line(e)}') from None
     steps.update(); steps.close()
     print(rep.to_json() if args.json else out.path/'report.html', end='' if args.json else '\n', flush=True)
@@ -594,6 +627,12 @@ def parser() -> argparse.ArgumentParser:
                         f'at most {MAX_SAMPLES:,})')
     r.add_argument('--seed', type=int_flag('--seed', 0), help=f'random seed (default {s.seed})')
     r.add_argument('--title', help='the report page\'s title (default: "Calibration of <input name>")')
+    r.add_argument('--export', type=export_flag, metavar='FORMATS',
+                   help="also a paper's files in the report folder, comma-separated: latex (table.tex), markdown "
+                        '(table.md), pdf, svg, png (figures/<chart>.<format>)')
+    r.add_argument('--figure-width', type=figure_width_flag, metavar='single|double|INCHES',
+                   help="the exported figures' printed width: single (default, "
+                        f"{FIGURE_WIDTHS['single']:g} in), double ({FIGURE_WIDTHS['double']:g} in) or inches")
     r.add_argument('--out', help='output folder (default: <input name>-calibration; with --json: none)')
     r.add_argument('--force', action='store_true', help='replace a report folder calibkit wrote (nothing else)')
     r.add_argument('--json', action='store_true', help='print metrics.json to stdout (nothing else on stdout)')

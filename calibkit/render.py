@@ -11,10 +11,13 @@ from .compare import Comparison, differences_wide, metrics_side, paper_table, pa
 from .report import CI_BUDGET, METRICS, SELECTIVE, Report, metrics_wide
 from .selective import MAX_CURVE_POINTS
 from .outdir import MARKER, claim
+from .export import EXPORT_FORMATS, check_formats, export_files, latex_table, markdown_table, write_exports
+from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['MAX_HTML_GROUPS', 'REPORT_FILES', 'COMPARISON_FILES', 'selective_wide', 'bands_note', 'conformal_html', 'report_html',
-           'write_report_files', 'save_report', 'pairing_note', 'comparison_html', 'write_comparison_files',
+__all__ = ['MAX_HTML_GROUPS', 'REPORT_CHARTS', 'REPORT_FILES', 'EXPORT_FILES', 'BETTER', 'UNMARKED', 'COMPARISON_FILES',
+           'selective_wide', 'bands_note', 'conformal_html', 'report_html', 'write_report_files', 'save_report',
+           'paper_table', 'write_report_exports', 'pairing_note', 'comparison_html', 'write_comparison_files',
            'save_comparison']
 
 # %% ../nbs/67_render.ipynb #bb9f334d
@@ -144,9 +147,11 @@ def report_html(r: Report,  # a calibration report
     return '\n'.join(parts)
 
 # %% ../nbs/67_render.ipynb #e7abf8f9
+REPORT_CHARTS = tuple(f'{chart}_{stage}' for chart in ('reliability', 'groups', 'risk_coverage')
+                      for stage in ('before', 'after'))   # the keys `Report.charts` may have
 REPORT_FILES = frozenset({'report.html', 'metrics.json', 'bins.csv', 'groups.csv'} |
-                         {f'{chart}_{stage}{ext}' for chart in ('reliability', 'groups', 'risk_coverage')
-                          for stage in ('before', 'after') for ext in ('.svg', '.vl.json')})
+                         {f'{chart}{ext}' for chart in REPORT_CHARTS for ext in ('.svg', '.vl.json')})
+EXPORT_FILES = export_files(['table'], REPORT_CHARTS, EXPORT_FORMATS)   # what a report folder may hold on request
 
 # %% ../nbs/67_render.ipynb #3d0ea538
 def write_report_files(r: Report,  # a calibration report
@@ -167,12 +172,122 @@ def save_report(r: Report,  # a calibration report
                 out,  # the report folder to write (a path)
                 *, force: bool = False,  # replace an existing report folder calibkit wrote, if untouched
                 inputs=(),  # the input files of the run: the folder may not hold one
+                export=(),  # also a paper's files (`write_report_exports`): any of `EXPORT_FORMATS`, as 'latex,pdf'
+                figure_width='single',  # the exported figures' width: 'single', 'double' or inches
                 ) -> list[Path]:  # the files written, sorted (the manifest aside)
     "Write the report folder `out` through `calibkit.outdir.claim` (with `force`, replace an untouched report)."
     _check_report(r)
-    with claim(out, REPORT_FILES, force=force, inputs=inputs) as folder:
-        out = folder.commit(lambda path: write_report_files(r, path))
-    return sorted(p for p in out.iterdir() if p.name != MARKER)
+    if export: check_formats(export)
+    def write(path):
+        write_report_files(r, path)
+        if export: write_report_exports(r, path, export, figure_width)
+    with claim(out, REPORT_FILES | EXPORT_FILES, force=force, inputs=inputs) as folder:
+        out = folder.commit(write)
+    return sorted(p for p in out.rglob('*') if p.is_file() and p.name != MARKER)
+
+# %% ../nbs/67_render.ipynb #606d21a1
+BETTER = {**dict.fromkeys(['calib_mse', 'calib_mse_debiased', 'ece_l1', 'ece_l2', 'ece_max', 'brier',
+                           'brier_calibration', 'brier_refinement', 'aurc', 'e_aurc', 'augrc', 'risk@0.8', 'risk@0.9',
+                           'risk@0.95'], 'lower'),
+          **dict.fromkeys(['brier_resolution', 'auroc', 'prr'], 'higher')}    # metric key -> which way is better
+UNMARKED = ('noise_floor', 'brier_uncertainty', 'brier_within_bin')          # no better way: not compared
+
+def _values(r: Report) -> pd.DataFrame:
+    "Every metric of every stage: stage, key, metric (its display name), estimate, lo, hi (NaN: none)."
+    sel = [dict(stage=s, key=k, metric=name, estimate=np.nan if i['selective'].get(k) is None else i['selective'][k],
+                lo=np.nan, hi=np.nan) for s, i in r.stages.items() for k, (name, _) in SELECTIVE.items()
+           if 'selective' in i and i['selective']]
+    return pd.concat([r.metrics[['stage', 'key', 'metric', 'estimate', 'lo', 'hi']], pd.DataFrame(sel)],
+                     ignore_index=True)
+
+def _bins_phrase(r: Report) -> str:
+    "The bins of the report's stages, in words."
+    binning, used = r.meta['binning'].replace('_', '-'), {s: i['n_bins'] for s, i in r.stages.items()}
+    notes = [i['bins_note'] for i in r.stages.values() if i['bins_note']]
+    said = (f'{next(iter(used.values()))} {binning} bins' if len(set(used.values())) == 1 else
+            f'{binning} bins (' + '; '.join(f'{s}: {n}' for s, n in used.items()) + ')')
+    return said + ''.join(f'; {n}' for n in notes)
+
+def _rows(r: Report) -> dict:
+    "Each stage's row name in a paper's table: 'as given', 'after <recalibrator>' ('per <grouper> group')."
+    m = r.meta
+    per = f' per {m["grouper"]} group' if m.get('grouper') else ''
+    return {s: 'as given' if s == 'before' else f'after {m["recalibrator"]}{per}' for s in r.stages}
+
+def _fit_phrase(r: Report) -> str:
+    "How the recalibrator was fitted, in words ('' without one)."
+    m = r.meta
+    if 'after' not in r.stages: return ''
+    return (f'; {m["recalibrator"]} fitted on ' + (f'{m["fit"]} ({m["fit_events"]:,} events)' if m.get('fit') else
+                                                   f'{m["fit_events"]:,} held-out events'))
+
+def paper_table(r: Report,  # a calibration report
+                keys=None,  # metric keys (of `METRICS` or `SELECTIVE`), the columns in order; default: `METRICS`'
+                ) -> tuple[pd.DataFrame, str, dict]:  # the long table, its caption, and `better` (column -> way)
+    "A report's metrics as `calibkit.export`'s long table (a row per stage, a column per metric), caption and `better`."
+    _check_report(r)
+    v = _values(r)
+    known = v.key[np.isfinite(v.estimate.astype(float))]
+    if keys is None: keys = [k for k in METRICS if k in set(known)]
+    if isinstance(keys, str) or not isinstance(keys, (list, tuple)) or not keys or len(set(keys)) < len(keys):
+        raise TypeError(f'keys must be a non-empty list of distinct metric keys, got {keys!r}')
+    if bad := [k for k in keys if k not in METRICS and k not in SELECTIVE]:
+        raise ValueError(f'keys: unknown metric(s) {bad}; known: {", ".join([*METRICS, *SELECTIVE])}')
+    if empty := [k for k in keys if k not in set(known)]:
+        raise ValueError(f'keys: the report has no estimate of {empty}')
+    v = v[v.key.isin(keys) & np.isfinite(v.estimate.astype(float))]
+    v = v.assign(order=v.key.map({k: i for i, k in enumerate(keys)})).sort_values('order', kind='stable')
+    names = _rows(r)
+    long = pd.DataFrame(dict(row=v.stage.map(names), column=v.metric, estimate=v.estimate.astype(float), lo=v.lo,
+                             hi=v.hi)).reset_index(drop=True)
+    display = dict(zip(v.key, v.metric))
+    better = {display[k]: BETTER[k] for k in keys if k in BETTER} if len(r.stages) > 1 else {}
+    words = lambda ks: ', '.join(display[k] for k in ks)
+    parts = [f'{r.meta["title"]}: {r.summary["events"]:,} events{_fit_phrase(r)}; {_bins_phrase(r)}.']
+    if long.lo.notna().any():
+        parts.append(f'In brackets: {r.meta["level"]:.0%} intervals by per-bin Normal resampling of the bin accuracies '
+                     f'(Nguyen, thesis, §2.3; {r.meta["n_samples"]:,} draws); a value without brackets has none.')
+    if better:
+        high = [k for k in keys if BETTER.get(k) == 'higher']
+        how = 'the lowest' + (f'; the highest for {words(high)}' if high else '') if len(high) < len(better) else \
+              'the highest'
+        parts.append(f'Bold: the better stage per metric ({how})'
+                     + (f'; {words([k for k in keys if k in UNMARKED])} not compared.' if set(keys) & set(UNMARKED)
+                        else '.'))
+    return long, ' '.join(parts), better
+
+# %% ../nbs/67_render.ipynb #d20f7825
+@patch
+def to_latex(self: Report,
+             keys=None,  # metric keys, the columns in order (default: every metric of `METRICS` with an estimate)
+             *, label=None,  # a \label for the table
+             digits: int = 3,  # significant digits of each estimate
+             ) -> str:
+    "The report's metrics as a booktabs LaTeX table: a row per stage, the better stage's estimates in bold."
+    table, caption, better = paper_table(self, keys)
+    return latex_table(table, caption=caption, label=label, better=better, digits=digits)
+
+@patch
+def to_markdown(self: Report,
+                keys=None,  # metric keys, the columns in order (default: every metric of `METRICS` with an estimate)
+                *, digits: int = 3,  # significant digits of each estimate
+                ) -> str:
+    "The report's metrics as a Markdown table with its caption: a row per stage, the better stage's in bold."
+    table, caption, better = paper_table(self, keys)
+    return markdown_table(table, caption=caption, better=better, digits=digits)
+
+# %% ../nbs/67_render.ipynb #4f401806
+def write_report_exports(r: Report,  # a calibration report
+                         folder: Path,  # an existing folder to write into (the transaction's)
+                         formats,  # any of `EXPORT_FORMATS` ('latex,markdown,pdf')
+                         width='single',  # the figures' width: 'single', 'double' or inches
+                         ) -> list[Path]:
+    "Write the report's table (table.tex, table.md) and charts (figures/NAME.pdf|svg|png) in `formats` into `folder`."
+    _check_report(r)
+    fs = check_formats(formats)
+    tables = {'table': paper_table(r)} if {'latex', 'markdown'} & set(fs) else {}
+    charts = r.charts if {'pdf', 'svg', 'png'} & set(fs) else {}
+    return write_exports(folder, tables, charts, fs, width)
 
 # %% ../nbs/67_render.ipynb #7d7297b8
 def pairing_note(c: Comparison,  # a comparison
