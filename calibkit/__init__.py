@@ -38,7 +38,7 @@ _LAZY = {name: (module, name) for module, names in _CORE.items() for name in nam
     'synthetic': ('studies', 'synthetic'),
     'calibration_report': ('report', 'calibration_report'),
     'save_report': ('render', 'save_report'),
-    'compare': ('compare', 'compare'), 'recalibrations': ('compare', 'recalibrations'),
+    'compare': ('comparison', 'compare'), 'recalibrations': ('comparison', 'recalibrations'),
     'save_comparison': ('render', 'save_comparison'),
     'smooth_ece': ('diagnostics', 'smooth_ece'), 'smooth_curve': ('diagnostics', 'smooth_curve'),
     'corp': ('diagnostics', 'corp'), 'corp_curve': ('diagnostics', 'corp_curve'),
@@ -48,7 +48,7 @@ _LAZY = {name: (module, name) for module, names in _CORE.items() for name in nam
 _SUBMODULES = {'config', 'events', 'binning', 'metrics', 'plugins', 'charts', 'studies', 'report', 'render',
                'recalibrators', 'groupers', 'extractors', 'models', 'datasets', 'sparse', 'inputs', 'cli', 'demos',
                'dask', 'diagnostics', 'multiclass', 'significance', 'kernel', 'paired', 'selective', 'conformal',
-               'stream', 'torchmetric', 'export', 'compare'}
+               'stream', 'torchmetric', 'export', 'comparison'}
 
 
 def __getattr__(name):

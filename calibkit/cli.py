@@ -248,9 +248,13 @@ def _check_flags(args) -> None:
     if args.recalibrator not in (None, 'none') and not args.fit:
         raise CLIError(EX_USAGE, f'--recalibrator {args.recalibrator} needs fit events (--fit): recalibrators are '
                                  'fitted on held-out data, never on the events they are judged on')
+    _check_export(args)
+
+def _check_export(args) -> None:
+    "Usage errors (2) of --export and --figure-width (report and compare)."
     export, width = getattr(args, 'export', None), getattr(args, 'figure_width', None)
     if export and args.json and not args.out:
-        raise CLIError(EX_USAGE, '--export writes into the report folder: with --json, give --out')
+        raise CLIError(EX_USAGE, '--export writes into the output folder: with --json, give --out')
     if width is not None and not set(export or ()) & set(FIGURE_FORMATS):
         raise CLIError(EX_USAGE, f'--figure-width needs --export with {", ".join(FIGURE_FORMATS)}: it sizes the '
                                  'figures')
@@ -262,13 +266,14 @@ def _out(args, inp):
     out = Path(args.out) if args.out else Path.cwd()/f'{inp.name}-calibration'
     return claim(out, REPORT_FILES | EXPORT_FILES, force=args.force, inputs=inp.paths)   # with or without exports
 
-def _write(args, rep):
-    "The writer of the report folder: the report's files, and its exports with --export."
+def _write(args, x):
+    "The writer of the output folder: the report's (or comparison's) files, and its paper's files with --export."
     import calibkit.render as render                 # lazy: numpy, pandas, Altair
     export, width = getattr(args, 'export', None), getattr(args, 'figure_width', None) or 'single'
+    files = render.write_comparison_files if isinstance(x, render.Comparison) else render.write_report_files
     def write(folder):
-        render.write_report_files(rep, folder)
-        if export: render.write_report_exports(rep, folder, export, width)
+        files(x, folder)
+        if export: render.write_paper_files(x, folder, export, width)
     return write
 
 # %% ../nbs/62_cli.ipynb #93f8a911
@@ -439,6 +444,7 @@ def cmd_compare(args,  # the parsed flags of `calibkit compare`
     from calibkit.inputs import PlanError, ScoresNeededError, plan    # lazy: numpy, pandas
     recal = [r.strip() for r in args.recalibrator.split(',')] if args.recalibrator else []
     _check_compare(args, recal)
+    _check_export(args)
     params = recalibrator_params(recal, args.param)
     matrix = _recalibrator_kinds(recal) if recal else False
     xt = _plugin('extractor', args.extractor, args.extractor_param)
@@ -457,7 +463,7 @@ def cmd_compare(args,  # the parsed flags of `calibkit compare`
 
 def _compare(args, inps, recal, params, matrix, evaluate) -> int:
     import calibkit.render as render                 # lazy: numpy, pandas, Altair
-    from calibkit.compare import compare, recalibrations
+    from calibkit.comparison import compare, recalibrations
     read = []
     for inp in inps:
         with reading(inp): read.append(inp.read())
@@ -484,7 +490,7 @@ def _compare(args, inps, recal, params, matrix, evaluate) -> int:
                                   fit=args.fit, recalibrators=recal or None, recalibrator_params=params or None,
                                   recalibrated_by=args.grouper if recal else None))
         if claimed is not None:
-            try: claimed.commit(lambda folder: render.write_comparison_files(c, folder))
+            try: claimed.commit(_write(args, c))
             except OSError as e: raise CLIError(EX_CANTCREAT, f'{claimed.path}: {first_line(e)}') from None
     print(c.to_json() if args.json else claimed.path/'comparison.html', end='' if args.json else '\n', flush=True)
     return 0
@@ -673,6 +679,11 @@ def parser() -> argparse.ArgumentParser:
                    help=f'level of the intervals (default {s.ci_level}); tests at α = 1 − LEVEL')
     m.add_argument('--n-samples', type=n_samples, help=f'bootstrap resamples (default {s.ci_samples})')
     m.add_argument('--seed', type=int_flag('--seed', 0), help=f'random seed (default {s.seed})')
+    m.add_argument('--export', type=export_flag, metavar='FORMATS',
+                   help="also a paper's files in the folder, comma-separated: latex (table.tex: Table 1's layout), "
+                        'markdown (table.md), pdf, svg, png (figures/<chart>.<format>)')
+    m.add_argument('--figure-width', type=figure_width_flag, metavar='single|double|INCHES',
+                   help="the exported figures' printed width: single (default), double or inches")
     m.add_argument('--title', help='the page\'s title')
     m.add_argument('--out', help='output folder (default: <first input name>-comparison; with --json: none)')
     m.add_argument('--force', action='store_true', help='replace a folder calibkit wrote (nothing else)')

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html, json, re
 from pathlib import Path
 import numpy as np, pandas as pd
-from .compare import Comparison, differences_wide, metrics_side, paper_table, paper_wide
+from .comparison import Comparison, differences_wide, metrics_side
 from .report import CI_BUDGET, METRICS, SELECTIVE, Report, metrics_wide
 from .selective import MAX_CURVE_POINTS
 from .outdir import MARKER, claim
@@ -15,10 +15,10 @@ from .export import EXPORT_FORMATS, check_formats, export_files, latex_table, ma
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['MAX_HTML_GROUPS', 'REPORT_CHARTS', 'REPORT_FILES', 'EXPORT_FILES', 'BETTER', 'UNMARKED', 'COMPARISON_FILES',
-           'selective_wide', 'bands_note', 'conformal_html', 'report_html', 'write_report_files', 'save_report',
-           'paper_table', 'write_report_exports', 'pairing_note', 'comparison_html', 'write_comparison_files',
-           'save_comparison']
+__all__ = ['MAX_HTML_GROUPS', 'REPORT_CHARTS', 'REPORT_FILES', 'EXPORT_FILES', 'BETTER', 'UNMARKED', 'COMPARISON_CHARTS',
+           'COMPARISON_FILES', 'selective_wide', 'bands_note', 'conformal_html', 'report_html', 'write_report_files',
+           'save_report', 'paper_table', 'comparison_table', 'table_text', 'write_paper_files', 'pairing_note',
+           'comparison_html', 'write_comparison_files', 'save_comparison']
 
 # %% ../nbs/67_render.ipynb #bb9f334d
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -172,7 +172,7 @@ def save_report(r: Report,  # a calibration report
                 out,  # the report folder to write (a path)
                 *, force: bool = False,  # replace an existing report folder calibkit wrote, if untouched
                 inputs=(),  # the input files of the run: the folder may not hold one
-                export=(),  # also a paper's files (`write_report_exports`): any of `EXPORT_FORMATS`, as 'latex,pdf'
+                export=(),  # also a paper's files (`write_paper_files`): any of `EXPORT_FORMATS`, as 'latex,pdf'
                 figure_width='single',  # the exported figures' width: 'single', 'double' or inches
                 ) -> list[Path]:  # the files written, sorted (the manifest aside)
     "Write the report folder `out` through `calibkit.outdir.claim` (with `force`, replace an untouched report)."
@@ -180,7 +180,7 @@ def save_report(r: Report,  # a calibration report
     if export: check_formats(export)
     def write(path):
         write_report_files(r, path)
-        if export: write_report_exports(r, path, export, figure_width)
+        if export: write_paper_files(r, path, export, figure_width)
     with claim(out, REPORT_FILES | EXPORT_FILES, force=force, inputs=inputs) as folder:
         out = folder.commit(write)
     return sorted(p for p in out.rglob('*') if p.is_file() and p.name != MARKER)
@@ -276,18 +276,93 @@ def to_markdown(self: Report,
     table, caption, better = paper_table(self, keys)
     return markdown_table(table, caption=caption, better=better, digits=digits)
 
+# %% ../nbs/67_render.ipynb #29486675
+def comparison_table(c: Comparison,  # a comparison
+                     keys=('ece_l2',),  # metrics over all events (keys of `METRICS`; 'ece_l2' is SMCE)
+                     groups=None,  # the groups whose GMCE to show (default: every group; [] for none)
+                     ) -> tuple[pd.DataFrame, str, dict]:  # the long table, its caption, and `better`
+    "A comparison in the sparse-tagset paper's Table 1 layout: each error with its interval and its Δ% vs the first."
+    if not isinstance(c, Comparison): raise TypeError(f'c must be a Comparison, got {type(c).__name__}')
+    keys = [keys] if isinstance(keys, str) else list(keys)
+    if bad := [k for k in keys if k not in METRICS or k in UNMARKED]:
+        raise ValueError(f'keys {bad} are not report metrics with a better way; known: '
+                         f'{[k for k in METRICS if k not in UNMARKED]}')
+    head = lambda k: 'SMCE' if k == 'ece_l2' else METRICS[k][0]
+    parts = [c.metrics[c.metrics.key.isin(keys)].assign(column=lambda t: t.key.map(head))]
+    if c.groups is not None:
+        known = list(pd.unique(c.groups.group))
+        shown = known if groups is None else list(groups)
+        if unknown := [g for g in shown if g not in known]:
+            raise ValueError(f'groups {unknown} are not among the groups {known}')
+        g = c.groups[c.groups.group.isin(shown)]
+        parts.append(g.rename(columns={'gmce': 'estimate'}).assign(column=g.group.map(lambda x: f'GMCE {x}'), key='gmce'))
+    elif groups: raise ValueError('groups: the comparison has no grouper')
+    t = pd.concat([p[['model', 'column', 'key', 'estimate', 'lo', 'hi']] for p in parts], ignore_index=True)
+    t = t.rename(columns={'model': 'row'})
+    base = t[t.row == c.names[0]].set_index('column').estimate
+    pct = t.assign(estimate=100 * (t.estimate / t.column.map(base) - 1), lo=np.nan, hi=np.nan, column=t.column + ' Δ%')
+    out = pd.concat([t, pct[pct.row != c.names[0]]], ignore_index=True)
+    order = [x for col in pd.unique(t.column) for x in (col, col + ' Δ%')]
+    out = out.assign(r=out.row.map(c.names.index), k=out.column.map(order.index)).sort_values(['k', 'r'])   # first seen: columns in order, rows in order
+    better = {col: BETTER.get(k, 'lower') for col, k in zip(out.column, out.key)}
+    m = c.meta
+    ev = ', '.join(f'{n} {m["events"][n]:,}' for n in c.names)
+    caption = (f'{m["title"]}: events per model {ev}; {m["n_bins"]} equal-mass bins'
+               + (f'; GMCE per group of {m["grouper"]} (1 = the most frequent tags)' if c.groups is not None else '')
+               + f'. In brackets: each model\'s {m["level"]:.0%} interval by per-bin Normal resampling of the bin '
+               f'accuracies (Nguyen, thesis, §2.3; {m["n_samples"]:,} draws). Δ%: the change against {c.names[0]}. '
+               'Bold: the lowest per column. The paired differences with their intervals and p-values are in '
+               'differences.csv.')
+    return out[['row', 'column', 'estimate', 'lo', 'hi']].reset_index(drop=True), caption, better
+
+def table_text(t: pd.DataFrame,  # `comparison_table`'s long table
+               digits: int = 4,  # decimals of the errors (Δ% to one)
+               ) -> pd.DataFrame:  # one row per model, one column per error and Δ%: 'estimate [lo, hi]' and '+1.2%'
+    "A `comparison_table` as text, one row per model, as the paper prints it."
+    pct = t.column.str.endswith(' Δ%')
+    cell = np.where(pct, t.estimate.map(lambda v: f'{v:+.1f}%'.replace('-', '−')),
+                    [f'{e:.{digits}f}' + ('' if np.isnan(lo) else f' [{lo:.{digits}f}, {hi:.{digits}f}]')
+                     for e, lo, hi in zip(t.estimate, t.lo, t.hi)])
+    w = t.assign(cell=cell).pivot(index='row', columns='column', values='cell')
+    return w.reindex(index=pd.unique(t.row), columns=pd.unique(t.column)).fillna('').rename_axis(
+        index='model', columns=None)
+
+@patch
+def to_latex(self: Comparison,
+             keys=('ece_l2',),  # metrics over all events (as `comparison_table`)
+             *, groups=None,  # the groups whose GMCE to show (default: every group)
+             label=None,  # a \\label for the table
+             digits: int = 3,  # significant digits of each estimate
+             ) -> str:
+    "The comparison as a booktabs LaTeX table in the sparse-tagset paper's Table 1 layout, the best in bold."
+    table, caption, better = comparison_table(self, keys, groups)
+    return latex_table(table, caption=caption, label=label, better=better, digits=digits)
+
+@patch
+def to_markdown(self: Comparison,
+                keys=('ece_l2',),  # metrics over all events (as `comparison_table`)
+                *, groups=None,  # the groups whose GMCE to show (default: every group)
+                digits: int = 3,  # significant digits of each estimate
+                ) -> str:
+    "The comparison as a Markdown table with its caption, the best in bold."
+    table, caption, better = comparison_table(self, keys, groups)
+    return markdown_table(table, caption=caption, better=better, digits=digits)
+
 # %% ../nbs/67_render.ipynb #4f401806
-def write_report_exports(r: Report,  # a calibration report
-                         folder: Path,  # an existing folder to write into (the transaction's)
-                         formats,  # any of `EXPORT_FORMATS` ('latex,markdown,pdf')
-                         width='single',  # the figures' width: 'single', 'double' or inches
-                         ) -> list[Path]:
-    "Write the report's table (table.tex, table.md) and charts (figures/NAME.pdf|svg|png) in `formats` into `folder`."
-    _check_report(r)
+def write_paper_files(x,  # a calibration report, or a comparison
+                      folder: Path,  # an existing folder to write into (the transaction's)
+                      formats,  # any of `EXPORT_FORMATS` ('latex,markdown,pdf')
+                      width='single',  # the figures' width: 'single', 'double' or inches
+                      ) -> list[Path]:
+    """Write a report's or a comparison's table (table.tex, table.md: `paper_table`, `comparison_table`) and charts
+    (figures/NAME.pdf|svg|png) in `formats` into `folder`."""
+    if not isinstance(x, Comparison): _check_report(x)
     fs = check_formats(formats)
-    tables = {'table': paper_table(r)} if {'latex', 'markdown'} & set(fs) else {}
-    charts = r.charts if {'pdf', 'svg', 'png'} & set(fs) else {}
+    table = comparison_table if isinstance(x, Comparison) else paper_table
+    tables = {'table': table(x)} if {'latex', 'markdown'} & set(fs) else {}
+    charts = x.charts if {'pdf', 'svg', 'png'} & set(fs) else {}
     return write_exports(folder, tables, charts, fs, width)
+
 
 # %% ../nbs/67_render.ipynb #7d7297b8
 def pairing_note(c: Comparison,  # a comparison
@@ -321,15 +396,16 @@ def comparison_html(c: Comparison,  # a comparison
         parts += [f'<h2>Per group</h2><p class="note">The sparse-tagset paper\'s Table 1 layout (Kranzlein, Liu &amp; '
                   f'Schneider 2021): SMCE over all events and the GMCE of each group of {e(str(c.meta["grouper"]))} '
                   f'(1 = the most frequent tags), Δ% against {e(c.names[0])}.</p>',
-                  _table(paper_wide(paper_table(c)).reset_index())]
+                  _table(table_text(comparison_table(c)[0]).reset_index())]
     if c.warnings: parts += ['<h2>Warnings</h2><ul>', *(f'<li>{e(w)}</li>' for w in c.warnings), '</ul>']
     parts += ['<h2>Charts</h2>', *(f'<figure>{to_svg(ch)}</figure>' for ch in c.charts.values()),
               '<h2>Provenance</h2><pre>', e(json.dumps(c.meta, indent=1, default=str)), '</pre></body></html>']
     return '\n'.join(parts)
 
+COMPARISON_CHARTS = ('reliability', 'risk_coverage')   # the keys `Comparison.charts` has
 COMPARISON_FILES = frozenset({'comparison.html', 'comparison.json', 'metrics.csv', 'differences.csv', 'groups.csv'} |
-                             {f'{chart}{ext}' for chart in ('reliability', 'risk_coverage')
-                              for ext in ('.svg', '.vl.json')})
+                             {f'{chart}{ext}' for chart in COMPARISON_CHARTS for ext in ('.svg', '.vl.json')} |
+                             export_files(['table'], COMPARISON_CHARTS, EXPORT_FORMATS))   # exports on request
 
 def write_comparison_files(c: Comparison,  # a comparison
                            folder: Path,  # an existing folder to write into (the transaction's)
@@ -348,12 +424,17 @@ def save_comparison(c: Comparison,  # a comparison
                     out,  # the folder to write (a path)
                     *, force: bool = False,  # replace a folder calibkit wrote, if untouched
                     inputs=(),  # the input files of the run: the folder may not hold one
+                    export=(),  # also a paper's files (`write_paper_files`): any of `EXPORT_FORMATS`, as 'latex,pdf'
+                    figure_width='single',  # the exported figures' width: 'single', 'double' or inches
                     ) -> list[Path]:  # the files written, sorted (the manifest aside)
-    "Write the comparison folder `out` through `calibkit.outdir.claim`."
+    "Write the comparison folder `out` through `calibkit.outdir.claim` (with `export`, its paper's files too)."
     if not isinstance(c, Comparison): raise TypeError(f'c must be a Comparison, got {type(c).__name__}')
+    def write(path):
+        write_comparison_files(c, path)
+        if export: write_paper_files(c, path, export, figure_width)
     with claim(out, COMPARISON_FILES, force=force, inputs=inputs) as folder:
-        out = folder.commit(lambda path: write_comparison_files(c, path))
-    return sorted(p for p in out.iterdir() if p.name != MARKER)
+        out = folder.commit(write)
+    return sorted(p for p in out.rglob('*') if p.is_file() and p.name != MARKER)
 
 # %% ../nbs/67_render.ipynb #3cb14bf7
 from .config import public_dir

@@ -11,7 +11,7 @@ the best times is held to <= 2 (issue 36). Exit status 1 if it is missed.
 from __future__ import annotations
 import argparse, gc, os, platform, statistics, sys, time, warnings
 import numpy as np, pandas as pd
-from calibkit.compare import compare
+from calibkit.comparison import compare
 from calibkit.report import calibration_report
 
 

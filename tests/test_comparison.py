@@ -1,7 +1,8 @@
-"calibkit.compare and `calibkit compare`: pairing, the differences' routes, Table 1's Δ%, recalibrators, the CLI."
+"calibkit.comparison and `calibkit compare`: pairing, the differences' routes, Table 1's Δ%, recalibrators, the CLI."
 import json
 import numpy as np, pandas as pd, pytest
-from calibkit.compare import compare, pairing, paper_table, recalibrations
+from calibkit.comparison import compare, pairing, recalibrations
+from calibkit.render import comparison_table
 from calibkit.events import events_from_scores
 from clidata import calibkit_here
 
@@ -66,11 +67,11 @@ def test_pairing_by_id_with_different_event_sets():
 def test_paper_table_delta_percent_and_groups():
     over, fixed = _events()
     c = compare({'as given': over, 'fixed': fixed}, grouper='tfg', n_groups=2, n_samples=N_SAMPLES)
-    t = paper_table(c).set_index(['row', 'column'])
+    t = comparison_table(c)[0].set_index(['row', 'column'])
     for col in ('SMCE', 'GMCE 1', 'GMCE 2'):
         x0, x1 = t.estimate['as given', col], t.estimate['fixed', col]
         assert t.estimate['fixed', f'{col} Δ%'] == pytest.approx(100 * (x1 / x0 - 1))
-        assert np.isnan(t.estimate['as given', f'{col} Δ%'])
+        assert ('as given', f'{col} Δ%') not in t.index
     g = c.groups.set_index(['model', 'group']).gmce
     assert t.estimate['fixed', 'GMCE 1'] == g['fixed', 1]
 
@@ -155,3 +156,27 @@ def test_cli_report_refuses_several_recalibrators(tmp_path, capsys):
     r = calibkit_here(capsys, 'report', tmp_path/'test.csv', '--fit', tmp_path/'dev.csv', '--recalibrator',
                       'isotonic,platt')
     assert r.returncode == 2 and 'calibkit compare INPUT --fit FIT --recalibrator isotonic,platt' in r.stderr
+
+
+def test_cli_exports_a_papers_files(tmp_path, capsys):
+    over, fixed = _events(n=600)
+    _files(tmp_path, over, fixed)
+    r = calibkit_here(capsys, 'compare', tmp_path/'over.csv', tmp_path/'fixed.csv', '--n-samples', N_SAMPLES,
+                      '--out', tmp_path/'c', '--export', 'latex,markdown,svg', '--figure-width', 'double')
+    assert r.returncode == 0, r.stderr
+    got = sorted(str(p.relative_to(tmp_path/'c')) for p in (tmp_path/'c').rglob('*') if p.is_file())
+    assert {'table.tex', 'table.md', 'figures/reliability.svg', 'figures/risk_coverage.svg'} <= set(got)
+    tex = (tmp_path/'c'/'table.tex').read_text()
+    assert '\\toprule' in tex and 'SMCE' in tex and '\\textbf{' in tex and 'fixed' in tex
+    r = calibkit_here(capsys, 'compare', tmp_path/'over.csv', tmp_path/'fixed.csv', '--figure-width', 'double')
+    assert r.returncode == 2 and '--figure-width needs --export' in r.stderr
+
+
+def test_comparison_to_latex_marks_the_lower_smce():
+    over, fixed = _events()
+    c = compare({'over': over, 'fixed': fixed}, n_samples=N_SAMPLES)
+    t, caption, better = comparison_table(c)
+    assert list(t.row) == ['over', 'fixed', 'fixed'] and list(t.column) == ['SMCE', 'SMCE', 'SMCE Δ%']
+    assert better == {'SMCE': 'lower', 'SMCE Δ%': 'lower'} and 'events per model over 1,500, fixed 1,500' in caption
+    bold = [line for line in c.to_latex().splitlines() if '\\textbf' in line]
+    assert len(bold) == 1 and bold[0].lstrip().startswith('fixed')
