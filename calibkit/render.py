@@ -295,7 +295,8 @@ def comparison_table(c: Comparison,  # a comparison
         if unknown := [g for g in shown if g not in known]:
             raise ValueError(f'groups {unknown} are not among the groups {known}')
         g = c.groups[c.groups.group.isin(shown)]
-        parts.append(g.rename(columns={'gmce': 'estimate'}).assign(column=g.group.map(lambda x: f'GMCE {x}'), key='gmce'))
+        parts.append(g.rename(columns={'gmce': 'estimate'}).assign(column=g.group.map(lambda x: f'GMCE {x}'),
+                                                                  key='gmce'))
     elif groups: raise ValueError('groups: the comparison has no grouper')
     t = pd.concat([p[['model', 'column', 'key', 'estimate', 'lo', 'hi']] for p in parts], ignore_index=True)
     t = t.rename(columns={'model': 'row'})
@@ -303,16 +304,17 @@ def comparison_table(c: Comparison,  # a comparison
     pct = t.assign(estimate=100 * (t.estimate / t.column.map(base) - 1), lo=np.nan, hi=np.nan, column=t.column + ' Δ%')
     out = pd.concat([t, pct[pct.row != c.names[0]]], ignore_index=True)
     order = [x for col in pd.unique(t.column) for x in (col, col + ' Δ%')]
-    out = out.assign(r=out.row.map(c.names.index), k=out.column.map(order.index)).sort_values(['k', 'r'])   # first seen: columns in order, rows in order
-    better = {col: BETTER.get(k, 'lower') for col, k in zip(out.column, out.key)}
+    out = out.assign(r=out.row.map(c.names.index), k=out.column.map(order.index)).sort_values(['k', 'r'])
+    # sorted by column, then row: read in order of first appearance, both come out in order
+    better = {col: BETTER.get(k, 'lower') for col, k in zip(out.column, out.key) if not col.endswith(' Δ%')}
     m = c.meta
     ev = ', '.join(f'{n} {m["events"][n]:,}' for n in c.names)
     caption = (f'{m["title"]}: events per model {ev}; {m["n_bins"]} equal-mass bins'
                + (f'; GMCE per group of {m["grouper"]} (1 = the most frequent tags)' if c.groups is not None else '')
                + f'. In brackets: each model\'s {m["level"]:.0%} interval by per-bin Normal resampling of the bin '
                f'accuracies (Nguyen, thesis, §2.3; {m["n_samples"]:,} draws). Δ%: the change against {c.names[0]}. '
-               'Bold: the lowest per column. The paired differences with their intervals and p-values are in '
-               'differences.csv.')
+               'Bold: the lowest of each error. The paired differences, with intervals and p-values, are the '
+               'comparison\'s differences (differences.csv).')
     return out[['row', 'column', 'estimate', 'lo', 'hi']].reset_index(drop=True), caption, better
 
 def table_text(t: pd.DataFrame,  # `comparison_table`'s long table
