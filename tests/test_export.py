@@ -264,7 +264,7 @@ def test_cli_export_files_are_in_the_manifest_and_replaced_safely(data, tmp_path
     (['--export', 'pdf', '--figure-width', '0'], 'argument --figure-width: width must be'),
     (['--export', 'latex', '--figure-width', 'double'], '--figure-width needs --export with pdf, svg, png'),
     (['--figure-width', 'single'], '--figure-width needs --export'),
-    (['--export', 'latex', '--json'], '--export writes into the report folder: with --json, give --out'),
+    (['--export', 'latex', '--json'], '--export writes into the output folder: with --json, give --out'),
 ])
 def test_cli_refused_export_flags_exit_2_in_one_line(data, tmp_path, capsys, args, says):
     r = calibkit_here(capsys, 'report', data/'test.csv', '--out', tmp_path/'r', *args) if '--json' not in args else \
