@@ -203,6 +203,21 @@ def _check_keys(keys, every: list) -> list:
         raise ValueError(f'keys must be distinct metric keys among {every}, got {keys!r}')
     return keys
 
+def _percentile_test(z: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The percentile interval of each column of `z` (the values along axis 0, NaN left out) and the p-value of 0 that
+    inverts it: lo = z₍ₖ₎, hi = z₍R₊₁₋ₖ₎ of the R sorted values, k = #{i ≥ 1 : 2i/(R + 1) < 1 − level} (at least 1),
+    p = min(1, 2 (1 + min(#{z ≤ 0}, #{z ≥ 0})) / (R + 1)): p < 1 − level exactly when 0 is outside [lo, hi]."""
+    z = np.sort(z, axis=0)                                   # NaN last
+    n = np.sum(~np.isnan(z), axis=0)
+    alpha = 1 - level
+    k = np.ceil(alpha * (n + 1) / 2).astype(np.int64) - 1    # the count, up to one step of rounding either way
+    k += 2 * (k + 1) / (n + 1) < alpha
+    k -= (k >= 1) & (2 * k / (n + 1) >= alpha)
+    k = np.clip(k, 1, np.maximum(n, 1))
+    at = lambda i: np.where(n > 0, np.take_along_axis(z, np.minimum(i, z.shape[0] - 1)[None], axis=0)[0], np.nan)
+    p = np.minimum(1, 2 * (1 + np.minimum(np.sum(z <= 0, axis=0), np.sum(z >= 0, axis=0))) / (n + 1))
+    return at(k - 1), at(n - k), np.where(n > 0, p, np.nan)
+
 def bootstrap_differences(
     conf,  # one array of confidences in [0, 1] per model (at least 2 models)
     correct,  # one array of outcomes 0/1 per model
@@ -219,8 +234,8 @@ def bootstrap_differences(
     seed=None,  # seed of the resampling (default: the settings' seed)
 ) -> pd.DataFrame:  # one row per (pair, metric): a, b, key, estimate, lo, hi, p_value, method, n_samples
     """Every metric's difference B − A between models, with the `level` percentile interval of the bootstrap and the
-    p-value of 'no difference' (shifted null, two-sided): paired (the items resampled jointly, the same multiplicities
-    for every model) or unpaired (each model on its own)."""
+    two-sided p-value of 'no difference' that inverts it (p < 1 − level exactly when the interval excludes 0): paired
+    (the items resampled jointly, the same multiplicities for every model) or unpaired (each model on its own)."""
     paired = check_bool('paired', paired)
     spec = bin_spec(n_bins, bin_size)
     n_samples, level, seed = _check_samples(n_samples, level, seed)
@@ -248,14 +263,10 @@ def bootstrap_differences(
         warnings.warn(f'bootstrap_differences: {int(bad.sum()):,} resampled differences are undefined (e.g. '
                       f'{keys[k]} of pair {pairs[j]}: a resample with only correct or only wrong events) and are '
                       'left out of their intervals and p-values', stacklevel=2)
-    with warnings.catch_warnings():                       # a metric undefined on the data (said) has no interval
-        warnings.simplefilter('ignore', RuntimeWarning)
-        qlo, qhi = np.nanquantile(dr, [(1 - level) / 2, (1 + level) / 2], axis=0)
-    far = np.sum(np.abs(dr - d) >= np.abs(d), axis=0)          # NaN compares False
-    p = (1 + far) / (1 + np.sum(~np.isnan(dr), axis=0))
+    lo, hi, p = _percentile_test(dr, level)
     return pd.DataFrame(dict(a=np.repeat([names[i] for i in a], len(keys)),
                              b=np.repeat([names[i] for i in b], len(keys)), key=keys * len(pairs),
-                             estimate=d.ravel(), lo=qlo.ravel(), hi=qhi.ravel(),
+                             estimate=d.ravel(), lo=lo.ravel(), hi=hi.ravel(),
                              p_value=np.where(np.isnan(d), np.nan, p).ravel(),
                              method='paired bootstrap' if paired else 'unpaired bootstrap', n_samples=n_samples))
 

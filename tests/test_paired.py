@@ -175,3 +175,25 @@ def test_bad_inputs(kw, err, match):
     args = dict(conf=[[.5, .6], [.4, .7]], correct=[[1, 0], [1, 0]], n_samples=5, n_bins=1) | kw
     with pytest.raises(err, match=match):
         bootstrap_differences(args.pop('conf'), args.pop('correct'), **args)
+
+
+def test_p_value_inverts_the_interval():
+    "p < 1 − level exactly when the percentile interval excludes 0, on random data, levels and resample counts."
+    from calibkit.paired import _percentile_test
+    g = np.random.default_rng(11)
+    for _ in range(3000):
+        R, level = int(g.integers(2, 300)), float(g.uniform(0.5, 0.995))
+        z = np.round(g.normal(g.normal(0, 1.5), 1, (R, 4)), 1)     # some values exactly 0
+        z[g.random((R, 4)) < 0.05] = np.nan
+        lo, hi, p = _percentile_test(z, level)
+        n = (~np.isnan(z)).sum(0)
+        ok = 2 / (n + 1) < 1 - level                               # enough resamples for k >= 1
+        assert ((p < 1 - level) == ((lo > 0) | (hi < 0)))[ok].all()
+        assert (lo <= hi).all() and ((0 < p) & (p <= 1)).all()
+    for s in range(20):                                            # and on bootstrap_differences' own rows
+        q, qb, y = model_pair(s, 300)
+        t = bootstrap_differences([q, qb], [y, y], n_samples=59, level=.9, seed=s)
+        assert ((t.p_value < 1 - .9) == ((t.lo > 0) | (t.hi < 0))).all()
+    # by hand: R = 19, values −1, 1..18; level 0.75: k = #{i : 2i/20 < 0.25} = 2, [1, 17], p = 2·2/20 = 0.2
+    lo, hi, p = _percentile_test(np.r_[-1., 1:19][:, None], 0.75)
+    assert (lo[0], hi[0], p[0]) == (1, 17, 0.2)
