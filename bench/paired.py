@@ -15,7 +15,7 @@ exact paired bootstrap as well (about a hundred reports). Also timed: the same c
 from __future__ import annotations
 import argparse, gc, os, platform, time, warnings
 import numpy as np, pandas as pd
-from calibkit.paired import BINNED, _blb_shape, _blb_units, _Sorted, bootstrap_differences
+from calibkit.paired import BINNED, _blb_shape, _blb_units, _point, _Sorted, bootstrap_differences
 from calibkit.report import calibration_report
 from calibkit.selective import COVERAGES
 
@@ -73,7 +73,8 @@ def main():
     pos[g.choice(n, b, replace=False)] = np.arange(b)
     cnt = g.multinomial(n, np.full(b, 1 / b), size=r + 1)
     sub = md.subset(pos, b)
-    parts = {f'draw {b:,} of {n:,} units and {r + 1} multinomials': lambda: (g.choice(n, b, replace=False),
+    parts = {'one model: every metric on the data (as a report)': lambda: _point(qa, y, {'n_bins': 10}, 'A'),
+             f'draw {b:,} of {n:,} units and {r + 1} multinomials': lambda: (g.choice(n, b, replace=False),
                                                                            g.multinomial(n, np.full(b, 1 / b), r + 1)),
              'one model: its subset\'s events': lambda: md.subset(pos, b),
              f'one model, {r + 1} rows, binned metrics': lambda: sub.values(cnt, {'n_bins': 10}, None),

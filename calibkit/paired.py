@@ -200,9 +200,9 @@ def _blb_shape(n_samples: int) -> tuple[int, int]:
 
 def _blb(models: list, n_units: int, spec: dict, cov, n_keys: int, n_samples: int, rng) -> tuple[np.ndarray, list]:
     """The bag of little bootstraps: per subset (of `_blb_shape(n_samples)`), `_Sorted.values` of every model on the
-    subset's own estimate (row 0: each of its b units weighted ⌊n/b⌋ or one more, n in all) and on r resamples (rows 1..r: Multinomial(n,
-    uniform over the b units)), shape (subsets, 1 + r, models, `n_keys`); and each model's b. Paired (`n_units` > 0):
-    the same units and multiplicities for every model; else each model draws its own."""
+    subset's own estimate (row 0: each of its b units weighted ⌊n/b⌋ or one more, n in all) and on r resamples (rows
+    1..r: Multinomial(n, uniform over the b units)), shape (subsets, 1 + r, models, `n_keys`); and each model's b.
+    Paired (`n_units` > 0): the same units and multiplicities for every model; else each model draws its own."""
     s, r = _blb_shape(n_samples)
     gens = rng.spawn(s)                                  # one generator per subset: the same draws on any schedule
     out = np.empty((s, 1 + r, len(models), n_keys))
@@ -210,7 +210,7 @@ def _blb(models: list, n_units: int, spec: dict, cov, n_keys: int, n_samples: in
     def draw(g, n, b):
         pos = np.full(n, -1, dtype=np.int64)
         pos[g.choice(n, b, replace=False)] = np.arange(b)
-        even = n // b + (np.arange(b) < n % b)              # as even as integers go, n in all (the units drawn at random)
+        even = n // b + (np.arange(b) < n % b)              # as even as integers go, n in all
         return pos, np.vstack([even, g.multinomial(n, np.full(b, 1 / b), size=r)])
     def subset(j):
         shared = draw(gens[j], n_units, bs[0]) if n_units else None
