@@ -4,7 +4,7 @@
 
 # %% ../nbs/05b_paired.ipynb #8022f66b
 from __future__ import annotations
-import os, warnings
+import math, os, warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -16,7 +16,8 @@ from .metrics import _check_samples, _resample_stats, brier
 from .selective import COVERAGES, _runs_ranking, _selective_values, ranking
 
 # %% auto #0
-__all__ = ['BINNED', 'RESAMPLE_EVENTS', 'binned_metrics', 'bootstrap_differences']
+__all__ = ['BINNED', 'RESAMPLE_EVENTS', 'CI_BUDGET', 'BLB_GAMMA', 'BLB_PER_BIN', 'BLB_SUBSETS', 'BLB_RESAMPLES', 'binned_metrics',
+           'bootstrap_differences']
 
 # %% ../nbs/05b_paired.ipynb #758a61ac
 def binned_metrics(
@@ -71,6 +72,13 @@ class _Sorted:
         cs = c[o].astype(np.float64)
         return cls(cs, y[o] + (np.int64(1) << 32), np.flatnonzero(np.r_[True, cs[1:] != cs[:-1], True]),
                    unit[o], np.bincount(unit, minlength=n_units).astype(np.int64))
+
+    def subset(self, pos: np.ndarray, b: int) -> '_Sorted':
+        "The events of the units u with `pos[u]` ≥ 0 (`b` of them), renumbered `pos[u]`: already sorted, no sort."
+        keep = pos[self.unit] >= 0
+        cs, unit = self.cs[keep], pos[self.unit[keep]]
+        return _Sorted(cs, self.ys1[keep], np.flatnonzero(np.r_[True, cs[1:] != cs[:-1], True]), unit,
+                       np.bincount(unit, minlength=b).astype(np.int64))
 
     tiles: dict = field(default_factory=dict, repr=False)   # k -> `tiled(k)`, made once
 
@@ -151,6 +159,11 @@ def _models(conf, correct, items, paired: bool) -> tuple[list, list, int]:
     return data, units, len(uniq)
 
 # %% ../nbs/05b_paired.ipynb #be362430
+def _pooled(f, n: int, desc: str) -> None:
+    "`f(0)`, ..., `f(n − 1)` on a pool of threads (numpy releases the GIL), with a progress bar."
+    with ThreadPoolExecutor(min(n, os.cpu_count() or 1)) as pool:
+        list(progress(pool.map(f, range(n)), total=n, desc=desc, unit='chunk'))
+
 def _replicates(models: list, n_units: int, spec: dict, cov, n_keys: int, n_samples: int, rng) -> np.ndarray:
     """`_Sorted.values` of every model on `n_samples` resamples, shape (n_samples, models, `n_keys`): per resample the
     multiplicities of the units are drawn ONCE for all models when paired (`n_units` > 0), else per model."""
@@ -166,10 +179,48 @@ def _replicates(models: list, n_units: int, spec: dict, cov, n_keys: int, n_samp
         cnt = draw(g, m, n_units) if n_units else None
         for j, md in enumerate(models):
             out[s0:s0 + m, j] = md.values(cnt if n_units else draw(g, m, len(md.size)), spec, cov)
-    with ThreadPoolExecutor(min(len(chunks), os.cpu_count() or 1)) as pool:   # numpy releases the GIL here
-        list(progress(pool.map(replicate, range(len(chunks))), total=len(chunks), desc='paired bootstrap',
-                      unit='chunk'))
+    _pooled(replicate, len(chunks), 'paired bootstrap')
     return out
+
+# %% ../nbs/05b_paired.ipynb #22786cd9
+CI_BUDGET = 5 * 10**7   # resampled values spent at most: units × resamples of an exact bootstrap (beyond it the bag
+                        # of little bootstraps), a report's resampled group intervals and bands
+BLB_GAMMA, BLB_PER_BIN = 0.7, 1000   # a subset holds ⌈n^γ⌉ units, and at least 1,000 per equal-mass bin
+BLB_SUBSETS, BLB_RESAMPLES = 10, 100   # at most 10 subsets, of at least 100 resamples each
+
+def _blb_units(n: int, spec: dict, n_events: int) -> int:
+    "Units b in a subset of the bag of little bootstraps, of `n` units holding `n_events` events binned by `spec`."
+    bins = spec['n_bins'] if 'n_bins' in spec else math.ceil(n_events / spec['bin_size'])
+    return min(n, max(math.ceil(n ** BLB_GAMMA), BLB_PER_BIN * bins))
+
+def _blb_shape(n_samples: int) -> tuple[int, int]:
+    "Subsets s and resamples per subset r of the bag of little bootstraps for `n_samples` (s · r ≤ n_samples)."
+    s = max(1, min(BLB_SUBSETS, n_samples // BLB_RESAMPLES))
+    return s, n_samples // s
+
+def _blb(models: list, n_units: int, spec: dict, cov, n_keys: int, n_samples: int, rng) -> tuple[np.ndarray, list]:
+    """The bag of little bootstraps: per subset (of `_blb_shape(n_samples)`), `_Sorted.values` of every model on the
+    subset's own estimate (row 0: each of its b units weighted ⌊n/b⌋ or one more, n in all) and on r resamples (rows
+    1..r: Multinomial(n, uniform over the b units)), shape (subsets, 1 + r, models, `n_keys`); and each model's b.
+    Paired (`n_units` > 0): the same units and multiplicities for every model; else each model draws its own."""
+    s, r = _blb_shape(n_samples)
+    gens = rng.spawn(s)                                  # one generator per subset: the same draws on any schedule
+    out = np.empty((s, 1 + r, len(models), n_keys))
+    bs = [_blb_units(n_units or len(md.size), spec, len(md.cs)) for md in models]
+    def draw(g, n, b):
+        pos = np.full(n, -1, dtype=np.int64)
+        pos[g.choice(n, b, replace=False)] = np.arange(b)
+        even = n // b + (np.arange(b) < n % b)              # as even as integers go, n in all
+        return pos, np.vstack([even, g.multinomial(n, np.full(b, 1 / b), size=r)])
+    def subset(j):
+        shared = draw(gens[j], n_units, bs[0]) if n_units else None
+        for i, md in enumerate(models):
+            pos, cnt = shared or draw(gens[j], len(md.size), bs[i])
+            sub = md.subset(pos, bs[i])
+            step = max(1, RESAMPLE_EVENTS * 16 // len(sub.cs))   # rows weighed at once: bounded memory
+            for k in range(0, 1 + r, step): out[j, k:k + step, i] = sub.values(cnt[k:k + step], spec, cov)
+    _pooled(subset, s, 'bag of little bootstraps')
+    return out, bs
 
 # %% ../nbs/05b_paired.ipynb #643f6251
 def _point(c: np.ndarray, y: np.ndarray, spec: dict, name: str) -> dict:
@@ -203,6 +254,21 @@ def _check_keys(keys, every: list) -> list:
         raise ValueError(f'keys must be distinct metric keys among {every}, got {keys!r}')
     return keys
 
+def _percentile_test(z: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The percentile interval of each column of `z` (the values along axis 0, NaN left out) and the p-value of 0 that
+    inverts it: lo = z₍ₖ₎, hi = z₍R₊₁₋ₖ₎ of the R sorted values, k = #{i ≥ 1 : 2i/(R + 1) < 1 − level} (at least 1),
+    p = min(1, 2 (1 + min(#{z ≤ 0}, #{z ≥ 0})) / (R + 1)): p < 1 − level exactly when 0 is outside [lo, hi]."""
+    z = np.sort(z, axis=0)                                   # NaN last
+    n = np.sum(~np.isnan(z), axis=0)
+    alpha = 1 - level
+    k = np.ceil(alpha * (n + 1) / 2).astype(np.int64) - 1    # the count, up to one step of rounding either way
+    k += 2 * (k + 1) / (n + 1) < alpha
+    k -= (k >= 1) & (2 * k / (n + 1) >= alpha)
+    k = np.clip(k, 1, np.maximum(n, 1))
+    at = lambda i: np.where(n > 0, np.take_along_axis(z, np.minimum(i, z.shape[0] - 1)[None], axis=0)[0], np.nan)
+    p = np.minimum(1, 2 * (1 + np.minimum(np.sum(z <= 0, axis=0), np.sum(z >= 0, axis=0))) / (n + 1))
+    return at(k - 1), at(n - k), np.where(n > 0, p, np.nan)
+
 def bootstrap_differences(
     conf,  # one array of confidences in [0, 1] per model (at least 2 models)
     correct,  # one array of outcomes 0/1 per model
@@ -217,11 +283,14 @@ def bootstrap_differences(
     n_samples=None,  # resamples (default: the settings' ci_samples)
     level=None,  # interval level in (0, 1) (default: the settings' ci_level)
     seed=None,  # seed of the resampling (default: the settings' seed)
+    blb=None,  # the bag of little bootstraps: None when units × n_samples exceeds `CI_BUDGET`, True/False to force
 ) -> pd.DataFrame:  # one row per (pair, metric): a, b, key, estimate, lo, hi, p_value, method, n_samples
     """Every metric's difference B − A between models, with the `level` percentile interval of the bootstrap and the
-    p-value of 'no difference' (shifted null, two-sided): paired (the items resampled jointly, the same multiplicities
-    for every model) or unpaired (each model on its own)."""
+    two-sided p-value of 'no difference' that inverts it (p < 1 − level exactly when the interval excludes 0): paired
+    (the items resampled jointly, the same multiplicities for every model) or unpaired (each model on its own); on
+    massive data (or with `blb=True`) by the bag of little bootstraps, the result's `method` says which."""
     paired = check_bool('paired', paired)
+    if blb is not None: blb = check_bool('blb', blb)
     spec = bin_spec(n_bins, bin_size)
     n_samples, level, seed = _check_samples(n_samples, level, seed)
     data, units, n_units = _models(conf, correct, items, paired)
@@ -237,27 +306,40 @@ def bootstrap_differences(
             raise ValueError(f'conf[{i}]: a resample could hold 2**31 events or more ({len(md.size):,} units of up '
                              f'to {int(md.size.max()):,} events): too many to resample')
     col = [every.index(k) for k in keys]
-    reps = _replicates(models, n_units, spec, cov, len(every) if cov is not None else n_binned, n_samples,
-                       np.random.default_rng(seed))[:, :, col]
     e = np.array([[v[k] for k in keys] for v in est])
     a, b = np.array(pairs).T
-    d, dr = e[b] - e[a], reps[:, b] - reps[:, a]              # (pairs, keys) and (resamples, pairs, keys)
-    bad = np.isnan(dr) & ~np.isnan(d)
+    d = e[b] - e[a]                                           # (pairs, keys)
+    args = (models, n_units, spec, cov, len(every) if cov is not None else n_binned, n_samples,
+            np.random.default_rng(seed))
+    if blb is None: blb = (n_units or max(len(md.size) for md in models)) * n_samples > CI_BUDGET
+    how = 'paired' if paired else 'unpaired'
+    if blb:
+        reps, bs = _blb(*args)
+        reps = reps[..., col]
+        dr = reps[:, :, b] - reps[:, :, a]                    # (subsets, 1 + r, pairs, keys)
+        err = np.sort(dr[:, 1:] - dr[:, :1], axis=1)          # each subset's errors Δ* − Δ̂_j, sorted
+        whole = ~np.isnan(err).any(axis=1)                    # (subsets, pairs, keys): no undefined error
+        z = d + np.sum(np.where(whole[:, None], err, 0), axis=0) / np.where(whole.any(0), whole.sum(0), np.nan)
+        n_samples = err.shape[0] * err.shape[1]               # the averaged order statistics z: (r, pairs, keys)
+        sizes = ' / '.join(f'{v:,}' for v in dict.fromkeys(bs))
+        method = f'{how} bag of little bootstraps ({len(err)} subsets of {sizes} items)'
+    else:
+        reps = _replicates(*args)[:, :, col]
+        z = dr = reps[:, b] - reps[:, a]                      # (resamples, pairs, keys)
+        method = f'{how} bootstrap'
+    bad = (np.isnan(dr) & ~np.isnan(d)).reshape(-1, *d.shape)
     if bad.any():
         j, k = np.argwhere(bad.any(axis=0))[0]
         warnings.warn(f'bootstrap_differences: {int(bad.sum()):,} resampled differences are undefined (e.g. '
                       f'{keys[k]} of pair {pairs[j]}: a resample with only correct or only wrong events) and are '
-                      'left out of their intervals and p-values', stacklevel=2)
-    with warnings.catch_warnings():                       # a metric undefined on the data (said) has no interval
-        warnings.simplefilter('ignore', RuntimeWarning)
-        qlo, qhi = np.nanquantile(dr, [(1 - level) / 2, (1 + level) / 2], axis=0)
-    far = np.sum(np.abs(dr - d) >= np.abs(d), axis=0)          # NaN compares False
-    p = (1 + far) / (1 + np.sum(~np.isnan(dr), axis=0))
+                      f'left out of their intervals and p-values{" (their subsets left out)" if blb else ""}',
+                      stacklevel=2)
+    lo, hi, p = _percentile_test(z, level)
     return pd.DataFrame(dict(a=np.repeat([names[i] for i in a], len(keys)),
                              b=np.repeat([names[i] for i in b], len(keys)), key=keys * len(pairs),
-                             estimate=d.ravel(), lo=qlo.ravel(), hi=qhi.ravel(),
+                             estimate=d.ravel(), lo=lo.ravel(), hi=hi.ravel(),
                              p_value=np.where(np.isnan(d), np.nan, p).ravel(),
-                             method='paired bootstrap' if paired else 'unpaired bootstrap', n_samples=n_samples))
+                             method=method, n_samples=n_samples))
 
 # %% ../nbs/05b_paired.ipynb #546fc47c
 from .config import public_dir
