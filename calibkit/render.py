@@ -371,14 +371,16 @@ def pairing_note(c: Comparison,  # a comparison
                  ) -> str:
     "How a comparison's intervals and p-values were made, in one paragraph."
     m = c.meta
-    how = {'id': f'paired by {"/".join(m["id"])}: the {m["n_items"]:,} items were resampled jointly for all models '
-                 '(every event of an item moves with it)',
-           'position': 'paired by position: row i of every model is the same event, resampled jointly',
-           'none': 'unpaired: each model\'s events were resampled independently'}[m['paired']]
-    return (f'Differences are b − a. Intervals ({m["level"]:.0%}) and p-values for "no difference" by the '
-            f'{"paired" if m["paired"] != "none" else "unpaired"} bootstrap, {m["n_samples"]:,} resamples, {how}; '
-            'equal-mass bins are recomputed within every resample. A model\'s own intervals are its report\'s '
-            '(per-bin Normal resampling of bin accuracies).')
+    if m['paired'] == 'id':
+        how = (f'paired by {"/".join(m["id"])}: the {m["n_items"]:,} items were resampled jointly for all models '
+               '(every event of an item moves with it)')
+    elif m['paired'] == 'position': how = 'paired by position: row i of every model is the same event'
+    else: how = 'unpaired: each model\'s events were resampled independently'
+    method, drawn = c.differences.method.iloc[0], int(c.differences.n_samples.iloc[0])
+    return (f'Differences are b − a. Intervals ({m["level"]:.0%}, percentile) and p-values for "no difference" by the '
+            f'{method}, {drawn:,} resamples, {how}; equal-mass bins are recomputed within every resample, and p < α '
+            'exactly when the interval at 1 − α excludes 0. A model\'s own intervals are its report\'s (per-bin '
+            'Normal resampling of bin accuracies).')
 
 def comparison_html(c: Comparison,  # a comparison
                     ) -> str:  # the page: one HTML document, charts as inline SVG

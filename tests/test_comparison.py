@@ -180,3 +180,15 @@ def test_comparison_to_latex_marks_the_lower_smce():
     assert better == {'SMCE': 'lower'} and 'events per model over 1,500, fixed 1,500' in caption
     bold = [line for line in c.to_latex().splitlines() if '\\textbf' in line]
     assert len(bold) == 1 and bold[0].lstrip().startswith('fixed')
+
+
+@pytest.mark.parametrize('paired', ['id', 'position', 'none'])
+def test_the_page_says_how_the_events_were_paired(paired):
+    from calibkit.render import comparison_html, pairing_note
+    over, fixed = _events(n=400)
+    c = compare({'over': over, 'fixed': fixed}, paired=paired, n_samples=N_SAMPLES)
+    note = pairing_note(c)
+    assert {'id': 'paired by item: the 400 items', 'position': 'paired by position',
+            'none': 'unpaired'}[paired] in note and f'{N_SAMPLES:,} resamples' in note
+    import html
+    assert html.escape(note) in comparison_html(c)
