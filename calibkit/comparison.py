@@ -179,11 +179,11 @@ def compare(models: Mapping,  # name -> events frame (conf, correct; the `id` co
     return c
 
 # %% ../nbs/60b_comparison.ipynb #1fa542cf
-def _p(p: float,  # a bootstrap p-value, (1 + #{resamples at least as far}) / (1 + resamples)
+def _p(p: float,  # a bootstrap p-value (`bootstrap_differences`: at least 2/(1 + resamples))
        n_samples: int,  # the resamples
        ) -> str:
-    "A p-value in words: at its floor 1/(1 + resamples) it is a bound, not a value."
-    floor = 1 / (n_samples + 1)
+    "A p-value in words: at its floor, 2/(1 + resamples), it is a bound, not a value."
+    floor = 2 / (n_samples + 1)
     return f'p ≤ {floor:.2g}' if p <= floor * (1 + 1e-9) else f'p = {p:.2g}'
 
 def _num(v: float) -> str: return _g(v).replace('-', '−')   # 3 significant digits, a true minus sign
