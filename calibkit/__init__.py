@@ -19,6 +19,7 @@ _CORE = {'events': ['make_events', 'events_from_scores', 'top_label_events', 'as
          'significance': ['spiegelhalter_test', 'ecce_mad_test', 'ecce_r_test', 'calib_mse_test',
                           'consistency_bands', 'cumulative_differences', 'Significance'],
          'kernel': ['skce', 'skce_test'],
+         'paired': ['bootstrap_differences'],
          'selective': ['risk_coverage', 'selective_risk', 'aurc', 'e_aurc', 'augrc', 'auroc', 'prr',
                        'selective_summary'],
          'conformal': ['ConformalSets', 'conformal_scores', 'set_summary']}
@@ -37,6 +38,8 @@ _LAZY = {name: (module, name) for module, names in _CORE.items() for name in nam
     'synthetic': ('studies', 'synthetic'),
     'calibration_report': ('report', 'calibration_report'),
     'save_report': ('render', 'save_report'),
+    'compare': ('comparison', 'compare'), 'recalibrations': ('comparison', 'recalibrations'),
+    'save_comparison': ('render', 'save_comparison'),
     'smooth_ece': ('diagnostics', 'smooth_ece'), 'smooth_curve': ('diagnostics', 'smooth_curve'),
     'corp': ('diagnostics', 'corp'), 'corp_curve': ('diagnostics', 'corp_curve'),
     'TemperatureScaling': ('multiclass', 'TemperatureScaling'), 'VectorScaling': ('multiclass', 'VectorScaling'),
@@ -44,8 +47,8 @@ _LAZY = {name: (module, name) for module, names in _CORE.items() for name in nam
 }
 _SUBMODULES = {'config', 'events', 'binning', 'metrics', 'plugins', 'charts', 'studies', 'report', 'render',
                'recalibrators', 'groupers', 'extractors', 'models', 'datasets', 'sparse', 'inputs', 'cli', 'demos',
-               'dask', 'diagnostics', 'multiclass', 'significance', 'kernel', 'selective', 'conformal', 'stream',
-               'torchmetric'}
+               'dask', 'diagnostics', 'multiclass', 'significance', 'kernel', 'paired', 'selective', 'conformal',
+               'stream', 'torchmetric', 'export', 'comparison'}
 
 
 def __getattr__(name):

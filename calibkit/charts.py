@@ -19,9 +19,10 @@ from .selective import MAX_CURVE_POINTS, risk_coverage
 
 # %% auto #0
 __all__ = ['FONT', 'FONT_STACK', 'BIN_COLUMNS', 'BAND_COLUMNS', 'MAX_ROWS', 'CONF_TITLE', 'ACC_TITLE', 'SCALES', 'AT_ACCURACY',
-           'AT_EDGE', 'BAND_NOTE', 'PAGE_PX', 'CURVE_COLUMNS', 'RC_NOTE', 'SAVE_FORMATS', 'font_renderer', 'font_chars',
-           'chart_spec', 'font_css', 'to_svg', 'SVGDisplay', 'svg_display', 'choose_scale', 'reliability',
-           'grid_columns', 'reliability_grid', 'risk_coverage_chart', 'smooth_reliability', 'save_chart', 'study_curve']
+           'AT_EDGE', 'MODEL_COLORS', 'BAND_NOTE', 'PAGE_PX', 'CURVE_COLUMNS', 'RC_NOTE', 'SAVE_FORMATS',
+           'RC_OVERLAY_NOTE', 'font_renderer', 'font_chars', 'chart_spec', 'font_css', 'to_svg', 'SVGDisplay',
+           'svg_display', 'choose_scale', 'reliability', 'grid_columns', 'reliability_grid', 'risk_coverage_chart',
+           'smooth_reliability', 'save_chart', 'study_curve', 'reliability_overlay', 'risk_coverage_overlay']
 
 # %% ../nbs/40_charts.ipynb #8d695b12
 FONT = 'Calibkit Sans'                                # the family of calibkit/fonts/CalibkitSans-*.ttf
@@ -238,6 +239,20 @@ _BAND_TOOLTIP = [alt.Tooltip('band_lo:Q', title='band lo', format='.4g'),
 _SIZE, _HIST = 300, 70            # a diagram's side and its histogram's height, in px
 _TITLE_PX = 420                   # title lines at most this wide: a diagram stays narrower than a page (550 px)
 
+MODEL_COLORS = ('#4c78a8', '#f58518', '#54a24b', '#e45756', '#72b7b2', '#b279a2', '#9d755d', '#79706e')
+
+def _label_channels(color) -> dict:
+    """Fill and stroke by the events' `label`: `color` False for none, True for one predictor, or the list of models'
+    names (one of `MODEL_COLORS` each, in that order, the legend listing them so)."""
+    if color is False: return {}
+    names = None if color is True else list(color)
+    if names is not None and len(names) > len(MODEL_COLORS):
+        raise ValueError(f'at most {len(MODEL_COLORS)} models can be told apart by colour, got {len(names)}')
+    sc = alt.Undefined if names is None else alt.Scale(domain=names, range=list(MODEL_COLORS[:len(names)]))
+    return dict(color=alt.Color('label:N', title=None, scale=sc, sort=names or alt.Undefined,
+                                legend=alt.Legend(orient='bottom', direction='vertical', labelFontSize=10)),
+                stroke=alt.Stroke('label:N', scale=sc, legend=None))
+
 def _layers(conf_axis: str, color: bool, scale: str, ax: dict, acc_title: bool = True,
             bands: bool = False) -> list[alt.Chart]:
     """Diagonal, per-bin interval rules and outlined points (open circles where accuracy is 0 or 1, at the axis edge),
@@ -248,8 +263,7 @@ def _layers(conf_axis: str, color: bool, scale: str, ax: dict, acc_title: bool =
     axis = lambda title: alt.Axis(title=title, **_tick_axis(scale, ax))
     conf = _POS[c](f"{f['conf']}:Q", title=CONF_TITLE, scale=sc, axis=axis(None))     # titled under the histogram
     acc = lambda fld: _POS[a](f'{fld}:Q', title=ACC_TITLE, scale=sc, axis=axis(ACC_TITLE if acc_title else None))
-    col = dict(color=alt.Color('label:N', title=None, legend=alt.Legend(orient='bottom')),
-               stroke=alt.Stroke('label:N', legend=None)) if color else {}
+    col = _label_channels(color)
     marker = dict(fillOpacity=alt.FillOpacity('drawn:N', scale=alt.Scale(domain=[AT_ACCURACY, AT_EDGE], range=[0.8, 0]),
                                               legend=None)) if ax['edge'] else {}      # the subtitle explains them
     d0, d1 = ax['domain']
@@ -278,7 +292,7 @@ def _histogram(conf_axis: str, color: bool, scale: str, ax: dict, side: int, siz
                    axis=alt.Axis(title=CONF_TITLE, **_tick_axis(scale, ax)))
     count = _POS[a]('n:Q', title='events', axis=alt.Axis(title='events' if count_title else None, tickCount=2,
                                                            format='~s', labelFontSize=10))
-    col = dict(color=alt.Color('label:N', title=None), stroke=alt.Stroke('label:N', legend=None)) if color else {}
+    col = _label_channels(color)
     bars = alt.Chart().mark_rect(fillOpacity=0.4, stroke=_BAR, color=_BAR, strokeWidth=1).encode(
         conf, _POS2[c](f"{f['bhi']}:Q"), count, tooltip=_TOOLTIP, **{f'{a}2': alt.datum(0)}, **col)
     return bars.properties(**dict(width=side, height=size) if c == 'x' else dict(width=size, height=side))
@@ -420,6 +434,12 @@ def _curve(data, correct, max_points) -> pd.DataFrame:
         raise ValueError('risk_coverage table must end at coverage 1 (the random baseline is its risk there)')
     return data
 
+def _rc_axes() -> tuple:
+    "The x (coverage) and y (risk) channels of a risk–coverage chart."
+    return (alt.X('coverage:Q', title='Coverage (share of events accepted)', scale=alt.Scale(domain=[0, 1], nice=False),
+                  axis=alt.Axis(labelFontSize=10)),
+            alt.Y('risk:Q', title='Risk (error rate of the accepted)', axis=alt.Axis(labelFontSize=10)))
+
 def risk_coverage_chart(data, # events (a frame, or confidences with `correct`) or a `risk_coverage` table
                         correct=None, # 0/1 outcomes when `data` are confidences
                         *, max_points=MAX_CURVE_POINTS, # at most this many points of the curve are drawn
@@ -438,9 +458,7 @@ def risk_coverage_chart(data, # events (a frame, or confidences with `correct`) 
     color = alt.Color('curve:N', title=None, scale=alt.Scale(domain=list(lines), range=[_BAR, '#54a24b', '#888888']),
                       legend=alt.Legend(orient='bottom', direction='vertical', labelFontSize=10))
     dash = alt.StrokeDash('curve:N', scale=alt.Scale(domain=list(lines), range=[[1, 0], [6, 3], [2, 2]]), legend=None)
-    x = alt.X('coverage:Q', title='Coverage (share of events accepted)', scale=alt.Scale(domain=[0, 1], nice=False),
-              axis=alt.Axis(labelFontSize=10))
-    y = alt.Y('risk:Q', title='Risk (error rate of the accepted)', axis=alt.Axis(labelFontSize=10))
+    x, y = _rc_axes()
     tip = [alt.Tooltip('curve:N'), alt.Tooltip('coverage:Q', format='.3f'), alt.Tooltip('risk:Q', format='.4g')]
     layers = [alt.Chart().mark_line(strokeWidth=2 if k == name else 1.5).encode(x, y, color, dash, tooltip=tip)
               .transform_filter(alt.datum.curve == k).properties(name=k.replace(' ', '_'))
@@ -571,6 +589,52 @@ def study_curve(df: pd.DataFrame,  # the study's results, one row per point
     chart = alt.layer(*layers, data=df[cols].reset_index(drop=True)).properties(width=400, height=260)
     if title is None: return svg_display(chart)
     return svg_display(chart.properties(title=alt.TitleParams(_wrap(title, _TITLE_PX), anchor='start')))
+
+# %% ../nbs/40_charts.ipynb #3a09f44d
+def _named(tables, what: str) -> list:
+    "The model names of a dict name -> table, checked."
+    if not isinstance(tables, Mapping):
+        raise TypeError(f'{what} must be a dict of model name -> table, got {type(tables).__name__}')
+    if not tables: raise ValueError(f'{what} is empty')
+    names = [str(k) for k in tables]
+    if len(set(names)) < len(names): raise ValueError(f'{what}: model names must be distinct, got {names}')
+    return names
+
+def reliability_overlay(tables: Mapping[str, pd.DataFrame], # model name -> its bins table (the same bins rule)
+                        *, title=None, # the chart's title (default: 'Reliability diagrams')
+                        scale='auto', # 'linear', 'logit' or 'auto', chosen over all models together
+                       ) -> alt.VConcatChart:
+    "The reliability diagrams of several models on one pair of axes, one colour each, over their histograms."
+    names = _named(tables, 'tables')
+    check_choice('scale', scale, SCALES)
+    parts = [_check_table(t, f'tables[{k!r}]').assign(label=k) for k, t in zip(names, tables.values())]
+    t = pd.concat(parts, ignore_index=True)
+    if len(t) > MAX_ROWS: raise ValueError(f'tables hold {len(t)} non-empty bins in all, too many to chart')
+    scale, p, ax = _view(t, scale, _SIZE)
+    score = 'CalibMSE ' + ', '.join(f'{k} {_score(t):.3g}' for k, t in zip(names, parts))
+    return svg_display(_stack(p, ax, 'x', names, scale, _SIZE, _HIST).properties(
+        title=_title(title or 'Reliability diagrams', score, _TITLE_PX, _subtitle('x', scale, _TITLE_PX, ax['edge']))))
+
+RC_OVERLAY_NOTE = 'solid: each model accepting its most confident events first; dashed: its oracle ordering'
+
+def risk_coverage_overlay(curves: Mapping[str, pd.DataFrame], # model name -> its `risk_coverage` table
+                          *, title=None, # the chart's title (default: 'Risk–coverage')
+                          max_points=MAX_CURVE_POINTS, # at most this many points of each curve
+                         ) -> alt.LayerChart:
+    "The risk–coverage curves of several models, one colour each, each with its oracle ordering dashed."
+    names = _named(curves, 'curves')
+    parts = [_curve(t, None, max_points) for t in curves.values()]
+    d = pd.concat([pd.concat([t[['coverage', 'risk']].assign(curve='model'),
+                              t[['coverage', 'oracle_risk']].rename(columns={'oracle_risk': 'risk'}).assign(
+                                  curve='oracle')]).assign(label=k) for k, t in zip(names, parts)], ignore_index=True)
+    x, y = _rc_axes()
+    dash = alt.StrokeDash('curve:N', scale=alt.Scale(domain=['model', 'oracle'], range=[[1, 0], [6, 3]]), legend=None)
+    tip = [alt.Tooltip('label:N', title='model'), alt.Tooltip('curve:N'), alt.Tooltip('coverage:Q', format='.3f'),
+           alt.Tooltip('risk:Q', format='.4g')]
+    line = alt.Chart(d).mark_line(strokeWidth=2).encode(x, y, _label_channels(names)['color'], dash, tooltip=tip)
+    return svg_display(line.properties(width=_SIZE, height=240, title=alt.TitleParams(
+        _wrap(title or 'Risk–coverage', _TITLE_PX), subtitle=_wrap(RC_OVERLAY_NOTE, _TITLE_PX, 10, 'normal'),
+        anchor='start', fontSize=13, subtitleFontSize=10)))
 
 # %% ../nbs/40_charts.ipynb #c961f4c6
 from .config import public_dir

@@ -6,16 +6,18 @@
 from __future__ import annotations
 import argparse, contextlib, logging, os, sys
 from pathlib import Path
-from .config import BINNINGS, FORMATS, calibkit_version, check_threshold, first_line, progress, settings
+from .config import (BINNINGS, FIGURE_FORMATS, FIGURE_WIDTHS, FORMATS, calibkit_version, check_threshold,
+                             first_line, progress, settings)
 from .outdir import OutputError, claim
 _all_ = ['BINNINGS', 'FORMATS', 'first_line']   # calibkit.config's, the one definitions (numpy-free)
 
 # %% auto #0
 __all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_SOFTWARE', 'EX_CANTCREAT', 'EXIT_CODES', 'PARAM_FLAGS',
            'MAX_SAMPLES', 'CONFORMAL_NEEDS', 'PLAN_WORDS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'CLIError', 'failing_as',
-           'output_error', 'flag_words', 'int_flag', 'float_flag', 'threshold_flag', 'param_flag', 'input_error',
-           'dask_cluster', 'reading', 'cmd_report', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser',
-           'parser', 'main', 'BINNINGS', 'FORMATS', 'first_line']
+           'output_error', 'flag_words', 'int_flag', 'float_flag', 'threshold_flag', 'param_flag', 'export_flag',
+           'figure_width_flag', 'input_error', 'dask_cluster', 'reading', 'cmd_report', 'recalibrator_params',
+           'cmd_compare', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser', 'parser', 'main', 'BINNINGS',
+           'FORMATS', 'first_line']
 
 # %% ../nbs/62_cli.ipynb #52c6fcf9
 EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_SOFTWARE, EX_CANTCREAT = 2, 65, 66, 69, 70, 73
@@ -108,15 +110,34 @@ MAX_SAMPLES = 10_000      # --n-samples: intervals hold n_samples × bins floats
 # %% ../nbs/62_cli.ipynb #94b2b4f0
 def param_flag(text: str,  # the flag's value, K=V
                ) -> tuple[str, object]:
-    "`K=V` → (K, V): V as a JSON scalar (number, true/false, null, \"text\") when it is one, else the text itself."
+    """`K=V` (or `NAME.K=V`, parameter K of the recalibrator NAME in `calibkit compare`) → (K, V): V as a JSON scalar
+    (number, true/false, null, "text") when it is one, else the text itself."""
     import json
     key, sep, value = text.partition('=')
-    if not sep or not key.isidentifier(): raise argparse.ArgumentTypeError(f'expected NAME=VALUE, got {text!r}')
+    if not sep or not all(k.isidentifier() for k in key.split('.', 1)):
+        raise argparse.ArgumentTypeError(f'expected NAME=VALUE, got {text!r}')
     def refuse(word):
         raise argparse.ArgumentTypeError(f'{text!r}: {word} is not a value a plugin can use (JSON has no NaN)')
     try: v = json.loads(value, parse_constant=refuse)
     except ValueError: return key, value
     return key, v if v is None or isinstance(v, (bool, int, float, str)) else value
+
+# %% ../nbs/62_cli.ipynb #e8dd10e8
+def export_flag(text: str,  # the value of --export: formats, comma-separated
+                ) -> tuple:  # the formats
+    "The argparse type of `--export`: distinct formats of `calibkit.export.EXPORT_FORMATS`, checked by `check_formats`."
+    from calibkit.export import check_formats   # lazy: Altair, loaded only when a paper's files are asked for
+    try: return check_formats(text)
+    except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
+
+def figure_width_flag(text: str,  # the value of --figure-width
+                      ) -> str | float:  # 'single', 'double' or inches
+    "The argparse type of `--figure-width`: 'single', 'double' or a number of inches, checked by `figure_inches`."
+    from calibkit.export import figure_inches   # lazy, as above
+    width = text if text in FIGURE_WIDTHS else _number(text, float)
+    try: figure_inches(width)
+    except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
+    return width
 
 # %% ../nbs/62_cli.ipynb #cl62c020
 CONFORMAL_NEEDS = ('--conformal needs score matrices (INPUT and --fit as .npz with scores and gold, or raw outputs '
@@ -208,6 +229,9 @@ def _check_flags(args) -> None:
         raise CLIError(EX_USAGE, f'--binning {args.binning} chooses its own bins: --n-bins/--bin-size do not apply')
     if args.binning in ('adaptive', 'sweep') and getattr(args, 'dask', None) is not None:
         raise CLIError(EX_USAGE, f'--binning {args.binning} searches the sorted events in memory: not with --dask')
+    dotted = [k for k, _ in args.param or [] if '.' in k]
+    if dotted: raise CLIError(EX_USAGE, f'--param {dotted[0]}=…: a report\'s recalibrator parameters are K=V (NAME.K=V '
+                                        'names one of several in calibkit compare)')
     if args.param and args.recalibrator in (None, 'none'):
         raise CLIError(EX_USAGE, '--param needs --recalibrator (not none)')
     if args.grouper is None:
@@ -224,13 +248,33 @@ def _check_flags(args) -> None:
     if args.recalibrator not in (None, 'none') and not args.fit:
         raise CLIError(EX_USAGE, f'--recalibrator {args.recalibrator} needs fit events (--fit): recalibrators are '
                                  'fitted on held-out data, never on the events they are judged on')
+    _check_export(args)
+
+def _check_export(args) -> None:
+    "Usage errors (2) of --export and --figure-width (report and compare)."
+    export, width = getattr(args, 'export', None), getattr(args, 'figure_width', None)
+    if export and args.json and not args.out:
+        raise CLIError(EX_USAGE, '--export writes into the output folder: with --json, give --out')
+    if width is not None and not set(export or ()) & set(FIGURE_FORMATS):
+        raise CLIError(EX_USAGE, f'--figure-width needs --export with {", ".join(FIGURE_FORMATS)}: it sizes the '
+                                 'figures')
 
 def _out(args, inp):
     "The claim on the report's output folder (`calibkit.outdir.claim`), or a null context with --json and no --out."
     if args.json and not args.out: return contextlib.nullcontext()
-    from calibkit.render import REPORT_FILES   # lazy: numpy, pandas, Altair
+    from calibkit.render import EXPORT_FILES, REPORT_FILES   # lazy: numpy, pandas, Altair
     out = Path(args.out) if args.out else Path.cwd()/f'{inp.name}-calibration'
-    return claim(out, REPORT_FILES, force=args.force, inputs=inp.paths)
+    return claim(out, REPORT_FILES | EXPORT_FILES, force=args.force, inputs=inp.paths)   # with or without exports
+
+def _write(args, x):
+    "The writer of the output folder: the report's (or comparison's) files, and its paper's files with --export."
+    import calibkit.render as render                 # lazy: numpy, pandas, Altair
+    export, width = getattr(args, 'export', None), getattr(args, 'figure_width', None) or 'single'
+    files = render.write_comparison_files if isinstance(x, render.Comparison) else render.write_report_files
+    def write(folder):
+        files(x, folder)
+        if export: render.write_paper_files(x, folder, export, width)
+    return write
 
 # %% ../nbs/62_cli.ipynb #93f8a911
 def _conformal(args, loaded):
@@ -257,6 +301,9 @@ def _recalibrator(args) -> tuple:
     only as one: a recalibrator's name is the recalibrator's)."""
     name = args.recalibrator
     if name in (None, 'none'): return None, False
+    if ',' in name:
+        raise CLIError(EX_USAGE, f'--recalibrator {name}: a report applies one recalibrator; `calibkit compare INPUT '
+                                 f'--fit FIT --recalibrator {name}` compares several')
     from calibkit.plugins import registry   # lazy: the registry loads the installed plugins
     binary, matrix = registry()['recalibrator'], registry()['matrix_recalibrator']
     if name not in binary and name not in matrix:
@@ -290,8 +337,7 @@ def cmd_report(args,  # the parsed flags of `calibkit report`
     with dask_cluster(dask_): return _report(args, inp, grouper, recal, matrix)   # --dask: the cluster lives for it
 
 def _report(args, inp, grouper, recal, matrix=False) -> int:
-    import calibkit.render as render                 # lazy: numpy, pandas, Altair
-    from calibkit.report import calibration_report
+    from calibkit.report import calibration_report   # lazy: numpy, pandas, Altair
     steps = progress(total=3, desc='calibkit report', unit='step')
     if inp.dask: import calibkit.dask as cd          # lazy: dask, an extra, only with --dask
     with reading(inp): ev, fit, counts = inp.read(cd.read_events if inp.dask else None)
@@ -314,10 +360,139 @@ def _report(args, inp, grouper, recal, matrix=False) -> int:
                                                grouper_params=dict(args.grouper_param or []) or None))
         steps.update()
         if out is not None:
-            try: out.commit(lambda folder: render.write_report_files(rep, folder))
+            try: out.commit(_write(args, rep))
             except OSError as e: raise CLIError(EX_CANTCREAT, f'{out.path}: {first_line(e)}') from None
     steps.update(); steps.close()
     print(rep.to_json() if args.json else out.path/'report.html', end='' if args.json else '\n', flush=True)
+    return 0
+
+# %% ../nbs/62_cli.ipynb #cd9e9f62
+def recalibrator_params(names: list,  # the recalibrators of --recalibrator, in order
+                        params,  # the --param values: (K, V) pairs, K either NAME.KEY or KEY
+                        ) -> dict:  # name -> {key: value}, for the recalibrators given parameters
+    """`--param NAME.K=V` sets K of recalibrator NAME; plain `K=V` only when there is one recalibrator (usage error 2
+    otherwise, or for a NAME not among them)."""
+    out = {n: {} for n in names}
+    for k, v in params or []:
+        name, dot, key = k.partition('.')
+        if dot and name in out: out[name][key] = v
+        elif dot: raise CLIError(EX_USAGE, f'--param {k}: {name} is not among the recalibrators ({", ".join(names)})')
+        elif len(names) == 1: out[names[0]][k] = v
+        else: raise CLIError(EX_USAGE, f'--param {k}=…: with several recalibrators say which one it sets, '
+                                       f'--param NAME.{k}=V (NAME one of {", ".join(names)})')
+    return {n: p for n, p in out.items() if p}
+
+def _model_names(args) -> list:
+    "The models' names: --names (one per INPUT), else the inputs' file names without their extension, if distinct."
+    if args.names is not None:
+        names = [n.strip() for n in args.names.split(',')]
+        if len(names) != len(args.inputs) or not all(names) or len(set(names)) < len(names):
+            raise CLIError(EX_USAGE, f'--names needs {len(args.inputs)} distinct non-empty names, one per INPUT, '
+                                     f'got {args.names!r}')
+        return names
+    names = [Path(p).name.split('.')[0] or p for p in args.inputs]
+    if len(set(names)) < len(names): names = list(args.inputs)
+    if len(set(names)) < len(names): raise CLIError(EX_USAGE, 'an INPUT is named twice: compare distinct inputs')
+    return names
+
+def _check_compare(args, recal: list) -> None:
+    "Usage errors (2) of `calibkit compare`: the two ways it runs, and flags that configure nothing."
+    if recal:
+        if len(args.inputs) != 1:
+            raise CLIError(EX_USAGE, '--recalibrator compares one model as given and after each recalibrator: give '
+                                     'one INPUT and --fit')
+        if not args.fit:
+            raise CLIError(EX_USAGE, f'--recalibrator {args.recalibrator} needs fit events (--fit): recalibrators are '
+                                     'fitted on held-out data, never on the events they are judged on')
+        if args.names is not None: raise CLIError(EX_USAGE, '--names names INPUTs: with --recalibrator there is one')
+    else:
+        if len(args.inputs) < 2:
+            raise CLIError(EX_USAGE, 'compare needs two or more INPUTs (one per model), or one INPUT with --fit and '
+                                     '--recalibrator NAME,...')
+        for flag, value in (('--fit', args.fit), ('--param', args.param)):
+            if value: raise CLIError(EX_USAGE, f'{flag} needs --recalibrator: INPUTs are compared as given')
+        if args.evaluate_by: raise CLIError(EX_USAGE, '--evaluate-by needs --recalibrator: without one, --grouper '
+                                                      'is the grouping the models are evaluated by')
+    if args.n_groups is not None and not (args.grouper or args.evaluate_by):
+        raise CLIError(EX_USAGE, '--n-groups needs --grouper or --evaluate-by: it configures the grouping')
+    if args.counts and not (args.grouper or args.evaluate_by):
+        raise CLIError(EX_USAGE, '--counts needs --grouper or --evaluate-by: the grouping is fitted on it')
+    if args.id != 'item' and args.paired in ('position', 'none'):
+        raise CLIError(EX_USAGE, f'--id applies to pairing by id, not --paired {args.paired}')
+
+def _n_groups(name, n_groups):
+    "--n-groups for the grouper `name` when it takes it (unknown names are the registry's to refuse), else None."
+    if name is None or n_groups is None: return None
+    import inspect
+    from calibkit.plugins import registry   # lazy: the registry loads the installed plugins
+    r = registry()['grouper'].get(name)
+    return n_groups if r is None or 'n_groups' in inspect.signature(r.cls).parameters else None
+
+def _recalibrator_kinds(names: list) -> bool:
+    "Whether any of --recalibrator's names is a score-matrix recalibrator; an unknown name exits 2."
+    from calibkit.plugins import registry   # lazy: the registry loads the installed plugins
+    binary, matrix = registry()['recalibrator'], registry()['matrix_recalibrator']
+    for name in names:
+        if name not in binary and name not in matrix:
+            raise CLIError(EX_USAGE, f'unknown recalibrator {name!r}; known recalibrators: {", ".join(sorted(binary))}'
+                                     f'; on score matrices also {", ".join(sorted(matrix))}')
+    return any(n not in binary for n in names)
+
+def cmd_compare(args,  # the parsed flags of `calibkit compare`
+                ) -> int:
+    "Compare models (several INPUTs), or one model as given and after several recalibrators (--fit, --recalibrator)."
+    from calibkit.inputs import PlanError, ScoresNeededError, plan    # lazy: numpy, pandas
+    recal = [r.strip() for r in args.recalibrator.split(',')] if args.recalibrator else []
+    _check_compare(args, recal)
+    _check_export(args)
+    params = recalibrator_params(recal, args.param)
+    matrix = _recalibrator_kinds(recal) if recal else False
+    xt = _plugin('extractor', args.extractor, args.extractor_param)
+    evaluate = args.evaluate_by if recal and args.evaluate_by else args.grouper
+    by = {args.grouper, evaluate} - {None}
+    if args.n_groups is not None and not any(_n_groups(g, args.n_groups) for g in by):
+        raise CLIError(EX_USAGE, f'--n-groups: no grouper given takes it ({", ".join(sorted(by))})')
+    kw = dict(threshold=args.threshold, extractor=xt)
+    try:
+        if recal: inps = [plan(args.inputs[0], args.fit, args.counts, conformal=matrix, **kw)]
+        else: inps = [plan(p, None, args.counts if i == 0 else None, **kw) for i, p in enumerate(args.inputs)]
+    except (ScoresNeededError, PlanError) as e:
+        if not matrix or getattr(e, 'reason', 'stdin_scores') != 'stdin_scores': raise
+        raise _matrix_needs(next(n for n in recal if _recalibrator_kinds([n])), e) from None
+    return _compare(args, inps, recal, params, matrix, evaluate)
+
+def _compare(args, inps, recal, params, matrix, evaluate) -> int:
+    import calibkit.render as render                 # lazy: numpy, pandas, Altair
+    from calibkit.comparison import compare, recalibrations
+    read = []
+    for inp in inps:
+        with reading(inp): read.append(inp.read())
+    counts = read[0][2]
+    paths = [p for inp in inps for p in inp.paths]
+    out = Path(args.out) if args.out else Path.cwd()/f'{inps[0].name}-comparison'
+    with (contextlib.nullcontext() if args.json and not args.out else
+          claim(out, render.COMPARISON_FILES, force=args.force, inputs=paths)) as claimed:
+        with failing_as(EX_DATAERR):
+            if recal:
+                ev, fit, _ = read[0]
+                loaded = inps[0].scores() if matrix else None
+                models = recalibrations(ev, fit, recal, params=params, grouper=args.grouper,
+                                        n_groups=_n_groups(args.grouper, args.n_groups),
+                                        counts=counts,
+                                        scores=dict(zip(('fit', 'events', 'labels'), loaded)) if matrix else None)
+            else: models = dict(zip(_model_names(args), (ev for ev, _, _ in read)))
+            c = compare(models, paired=args.paired, id=args.id.split(','), grouper=evaluate,
+                        n_groups=_n_groups(evaluate, args.n_groups),
+                        counts=counts, n_bins=args.n_bins, bin_size=args.bin_size, level=args.level,
+                        n_samples=args.n_samples, seed=args.seed,
+                        title=args.title or f'Calibration comparison: {", ".join(models)}',
+                        meta=dict(command=args.command_line, inputs=[str(p) for p in args.inputs],
+                                  fit=args.fit, recalibrators=recal or None, recalibrator_params=params or None,
+                                  recalibrated_by=args.grouper if recal else None))
+        if claimed is not None:
+            try: claimed.commit(_write(args, c))
+            except OSError as e: raise CLIError(EX_CANTCREAT, f'{claimed.path}: {first_line(e)}') from None
+    print(c.to_json() if args.json else claimed.path/'comparison.html', end='' if args.json else '\n', flush=True)
     return 0
 
 # %% ../nbs/62_cli.ipynb #f65ed7c0
@@ -400,7 +575,7 @@ def parser() -> argparse.ArgumentParser:
     flags(p, False)
     common = argparse.ArgumentParser(add_help=False)
     flags(common, argparse.SUPPRESS)                   # after the subcommand: only set when given
-    sub = p.add_subparsers(dest='cmd', required=True, metavar='{report,demo,plugins}', parser_class=Parser)
+    sub = p.add_subparsers(dest='cmd', required=True, metavar='{report,compare,demo,plugins}', parser_class=Parser)
     r = sub.add_parser('report', parents=[common], help='calibration report of model outputs on disk',
                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
                        description='Measure (and optionally recalibrate) the calibration of model outputs on '
@@ -458,10 +633,62 @@ def parser() -> argparse.ArgumentParser:
                         f'at most {MAX_SAMPLES:,})')
     r.add_argument('--seed', type=int_flag('--seed', 0), help=f'random seed (default {s.seed})')
     r.add_argument('--title', help='the report page\'s title (default: "Calibration of <input name>")')
+    r.add_argument('--export', type=export_flag, metavar='FORMATS',
+                   help="also a paper's files in the report folder, comma-separated: latex (table.tex), markdown "
+                        '(table.md), pdf, svg, png (figures/<chart>.<format>)')
+    r.add_argument('--figure-width', type=figure_width_flag, metavar='single|double|INCHES',
+                   help="the exported figures' printed width: single (default, "
+                        f"{FIGURE_WIDTHS['single']:g} in), double ({FIGURE_WIDTHS['double']:g} in) or inches")
     r.add_argument('--out', help='output folder (default: <input name>-calibration; with --json: none)')
     r.add_argument('--force', action='store_true', help='replace a report folder calibkit wrote (nothing else)')
     r.add_argument('--json', action='store_true', help='print metrics.json to stdout (nothing else on stdout)')
     r.set_defaults(func=cmd_report)
+    m = sub.add_parser('compare', parents=[common], help='compare models, or recalibrators, with paired tests',
+                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description='Compare the calibration of several models on the same items (INPUT per model),\n'
+                                   'or of one model as given and after several recalibrators (one INPUT, --fit,\n'
+                                   '--recalibrator a,b,c): every metric side by side, each pair\'s differences with\n'
+                                   'paired bootstrap intervals and p-values, a verdict per pair, overlaid charts.')
+    m.add_argument('inputs', nargs='+', metavar='INPUT', help='one events file or score matrix per model (formats as '
+                                                               'for report)')
+    m.add_argument('--names', help='the models\' names, comma-separated, one per INPUT (default: the file names)')
+    m.add_argument('--paired', choices=('auto', 'id', 'position', 'none'), default='auto',
+                   help='how events are matched: by the --id column(s) (auto: when every input has them, else '
+                        'unpaired), by row position, or none')
+    m.add_argument('--id', default='item', help='the column(s) naming each event\'s item, comma-separated (default '
+                                                'item: a sentence\'s events are resampled together)')
+    m.add_argument('--fit', help='held-out events the recalibrators are fitted on')
+    m.add_argument('--recalibrator', help='recalibrators to compare, comma-separated: histogram,isotonic,platt,...; '
+                                          'on score matrices also temperature, vector, dirichlet')
+    m.add_argument('--param', type=param_flag, action='append', metavar='NAME.K=V',
+                   help='a recalibrator\'s parameter (repeatable; K=V when there is one recalibrator)')
+    m.add_argument('--grouper', help='with --recalibrator: fit one recalibrator per group of this grouper; without: '
+                                     'evaluate per group of it')
+    m.add_argument('--evaluate-by', help='with --recalibrator: evaluate per group of this grouper (default: --grouper)')
+    m.add_argument('--n-groups', type=int_flag('--n-groups', 1), help=f'groups, for groupers that take it '
+                                                                      f'(default {s.n_groups})')
+    m.add_argument('--counts', help='training label counts for the groupers (CSV label,count or JSON)')
+    m.add_argument('--extractor', help='extractor plugin run over each raw model output')
+    m.add_argument('--extractor-param', type=param_flag, action='append', metavar='K=V',
+                   help='extractor parameter (repeatable)')
+    m.add_argument('--threshold', type=threshold_flag, help='drop events below this score, in [0, 1)')
+    b = m.add_mutually_exclusive_group()
+    b.add_argument('--n-bins', type=int_flag('--n-bins', 1), help=f'equal-mass bins (default {s.n_bins})')
+    b.add_argument('--bin-size', type=int_flag('--bin-size', 1), help='events per equal-mass bin')
+    m.add_argument('--level', type=float_flag('--level', 0, 1, lo_open=True, hi_open=True),
+                   help=f'level of the intervals (default {s.ci_level}); tests at α = 1 − LEVEL')
+    m.add_argument('--n-samples', type=n_samples, help=f'bootstrap resamples (default {s.ci_samples})')
+    m.add_argument('--seed', type=int_flag('--seed', 0), help=f'random seed (default {s.seed})')
+    m.add_argument('--export', type=export_flag, metavar='FORMATS',
+                   help="also a paper's files in the folder, comma-separated: latex (table.tex: Table 1's layout), "
+                        'markdown (table.md), pdf, svg, png (figures/<chart>.<format>)')
+    m.add_argument('--figure-width', type=figure_width_flag, metavar='single|double|INCHES',
+                   help="the exported figures' printed width: single (default), double or inches")
+    m.add_argument('--title', help='the page\'s title')
+    m.add_argument('--out', help='output folder (default: <first input name>-comparison; with --json: none)')
+    m.add_argument('--force', action='store_true', help='replace a folder calibkit wrote (nothing else)')
+    m.add_argument('--json', action='store_true', help='print comparison.json to stdout (nothing else on stdout)')
+    m.set_defaults(func=cmd_compare)
     d = sub.add_parser('demo', parents=[common], help='run the bundled end-to-end studies and write their reports',
                        description='Run the bundled studies on the bundled data and write a report for each.',
                        epilog=EXIT_CODES,

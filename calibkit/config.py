@@ -12,9 +12,9 @@ from functools import cache
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['ARTIFACT_SIZES', 'BINNINGS', 'FORMATS', 'Settings', 'package_dir', 'calibkit_version', 'settings_path',
-           'read_settings', 'settings', 'default', 'check_threshold', 'decode_utf8', 'first_line', 'progress',
-           'fixed_threads', 'require', 'public_dir']
+__all__ = ['ARTIFACT_SIZES', 'BINNINGS', 'FORMATS', 'TABLE_FORMATS', 'FIGURE_FORMATS', 'EXPORT_FORMATS', 'FIGURE_WIDTHS',
+           'Settings', 'package_dir', 'calibkit_version', 'settings_path', 'read_settings', 'settings', 'default',
+           'check_threshold', 'decode_utf8', 'first_line', 'progress', 'fixed_threads', 'require', 'public_dir']
 
 # %% ../nbs/00_config.ipynb #c0a1b2c7
 def _threshold_in_range(value, name: str) -> float:
@@ -117,6 +117,9 @@ def check_threshold(
 # %% ../nbs/00_config.ipynb #b1a7c0e3
 BINNINGS = ('equal_mass', 'fixed_width', 'adaptive', 'sweep')   # binning schemes (see `calibkit.binning.bin_stats`)
 FORMATS = {'csv': '.csv', 'jsonl': '.jsonl', 'parquet': '.parquet'}   # standard input's formats (`calibkit.inputs`)
+TABLE_FORMATS, FIGURE_FORMATS = ('latex', 'markdown'), ('pdf', 'svg', 'png')   # what `calibkit.export` writes
+EXPORT_FORMATS = TABLE_FORMATS + FIGURE_FORMATS
+FIGURE_WIDTHS = {'single': 3.25, 'double': 6.75}   # a two-column paper's column and page, in inches (ACL, IEEE, ACM)
 
 # %% ../nbs/00_config.ipynb #5b1e0c02
 def decode_utf8(

@@ -80,14 +80,15 @@ def _normal_interval(st: BinStats, norm: str, n_samples: int, level: float, rng,
     return Interval(st.error(norm), max(0.0, float(m - h)), float(m + h))
 
 def _resample_stats(cs: np.ndarray, ys1: np.ndarray, first: np.ndarray, w: np.ndarray, starts: np.ndarray,
-                    wq: np.ndarray) -> BinStats:
+                    wq: np.ndarray, moments: bool = False) -> BinStats:
     """`BinStats` of the resample holding `w[p]` copies of sorted event p, binned as the sorted resample itself would be
-    (cuts at ranks `starts`, ties kept together), from cumulative weights: no resample is built, nothing is sorted.
-    `ys1` = 2³² + outcome per event; `first`: start of each run of equal `cs`, then len(cs); `wq`: scratch of len(cs)
-    floats. Overwrites `w`."""
-    n = len(cs)
+    (cuts at ranks `starts` of its Σw events, ties kept together), from cumulative weights: no resample is built,
+    nothing is sorted. `ys1` = 2³² + outcome per event; `first`: start of each run of equal `cs`, then len(cs); `wq`:
+    scratch of len(cs) floats; `moments`: also Σconf², Σconf·correct. Overwrites `w` with the running
+    (events · 2³² + correct events) of the resample."""
     np.multiply(w, cs, out=wq)                               # w·q, summed per bin at the end
     cum = np.cumsum(np.multiply(w, ys1, out=w), out=w)      # (events so far) · 2³² + (correct events so far), exact
+    n = int(cum[-1] >> 32)                                   # the resample's size
     at = lambda k: np.searchsorted(cum, (k + 1) << 32)       # position of the event at rank k of the resample
     run = np.searchsorted(first, at(starts[1:]), 'right') - 1   # the run of equal confidences each cut falls in...
     f, e = first[run], first[run + 1]
@@ -98,8 +99,10 @@ def _resample_stats(cs: np.ndarray, ys1: np.ndarray, first: np.ndarray, w: np.nd
     hi = np.r_[lo[1:], n]
     p, q = at(lo), at(hi - 1)                                # positions of each bin's first and last event
     correct = np.diff(cum[q] & 0xFFFFFFFF, prepend=0)
+    more = {} if not moments else dict(sum_conf2=np.add.reduceat(wq * cs, p),
+                                       sum_conf_correct=np.add.reduceat(wq * (ys1 & 1), p))
     return BinStats(n=hi - lo, sum_conf=np.add.reduceat(wq, p), sum_correct=correct.astype(np.float64),
-                    lo=cs[p], hi=cs[q])
+                    lo=cs[p], hi=cs[q], **more)
 
 def _bootstrap_samples(conf, correct, spec: dict, n_samples: int, rng, chunk: int = 8,
                        debias: bool = False) -> np.ndarray:

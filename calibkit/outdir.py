@@ -36,6 +36,23 @@ def digest(
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     with open(fd, 'rb') as f: return hashlib.file_digest(f, 'sha256').hexdigest()
 
+# %% ../nbs/65_outdir.ipynb #4e645f40
+def _subfolders(names) -> set:
+    "The subfolders the names declare (`figures` for `figures/a.pdf`)."
+    return {n.split('/')[0] for n in names if '/' in n}
+
+def _entries(folder: Path, names) -> dict:
+    """The names in `folder` (those in a subfolder that `names` declare as `sub/name`), each with whether it is a plain
+    file; a declared subfolder that is a link or a file stays one entry, never followed."""
+    subs, out = _subfolders(names), {}
+    with os.scandir(folder) as it:
+        for e in it:
+            if e.name in subs and e.is_dir(follow_symlinks=False):
+                with os.scandir(e.path) as inner: out |= {f'{e.name}/{s.name}': s.is_file(follow_symlinks=False)
+                                                          for s in inner}
+            else: out[e.name] = e.is_file(follow_symlinks=False)
+    return out
+
 # %% ../nbs/65_outdir.ipynb #od000010
 def write_manifest(folder: Path,             # a folder calibkit is writing
                    names: frozenset,         # every file name the writer may produce
@@ -45,7 +62,7 @@ def write_manifest(folder: Path,             # a folder calibkit is writing
     folder = Path(folder)
     if state == 'writing': files = dict.fromkeys(sorted(names))
     elif state == 'complete':
-        present = sorted(p.name for p in folder.iterdir() if p.name != MARKER and not _MARKER_TMP.fullmatch(p.name))
+        present = sorted(n for n in _entries(folder, names) if n != MARKER and not _MARKER_TMP.fullmatch(n))
         if stray := [n for n in present if n not in names]:
             raise ValueError(f'the writer produced {stray}, which are not among the names it declares')
         files = {n: digest(folder/n) for n in present}
@@ -85,7 +102,7 @@ def mismatch(folder: Path,              # the folder to check
     if writing and not unfinished: return f'{folder} is a report calibkit did not finish writing'
     if foreign := sorted(set(listed) - names):
         return f'{folder}/{MARKER} lists files calibkit does not write ({foreign[0]})'
-    with os.scandir(folder) as it: present = {e.name: e.is_file(follow_symlinks=False) for e in it}
+    present = _entries(folder, names)
     own = lambda n: n == MARKER or n in listed or (writing and _MARKER_TMP.fullmatch(n))
     if extra := sorted(n for n in present if not own(n)):
         return f'{folder} holds files calibkit did not write ({extra[0]})'
@@ -103,8 +120,10 @@ def remove_own(folder: Path,              # a folder calibkit wrote
               ) -> str | None:
     "Delete `folder` file by file if it holds exactly what its manifest lists; else leave it and return why not."
     if why := mismatch(folder, names, unfinished=unfinished): return why
-    for p in Path(folder).iterdir():
-        if p.name != MARKER: p.unlink()
+    for n in _entries(folder, names):
+        if n != MARKER: (Path(folder)/n).unlink()
+    for sub in _subfolders(names):
+        if (Path(folder)/sub).is_dir() and not (Path(folder)/sub).is_symlink(): (Path(folder)/sub).rmdir()
     (Path(folder)/MARKER).unlink()
     try: Path(folder).rmdir()                      # fails, keeping it, if anything appeared meanwhile
     except OSError as e: return f'{folder}: {e.strerror}'

@@ -7,13 +7,18 @@ from __future__ import annotations
 import html, json, re
 from pathlib import Path
 import numpy as np, pandas as pd
+from .comparison import Comparison, differences_wide, metrics_side
 from .report import CI_BUDGET, METRICS, SELECTIVE, Report, metrics_wide
 from .selective import MAX_CURVE_POINTS
 from .outdir import MARKER, claim
+from .export import EXPORT_FORMATS, check_formats, export_files, latex_table, markdown_table, write_exports
+from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['MAX_HTML_GROUPS', 'REPORT_FILES', 'selective_wide', 'bands_note', 'conformal_html', 'report_html',
-           'write_report_files', 'save_report']
+__all__ = ['MAX_HTML_GROUPS', 'REPORT_CHARTS', 'REPORT_FILES', 'EXPORT_FILES', 'BETTER', 'UNMARKED', 'COMPARISON_CHARTS',
+           'COMPARISON_FILES', 'selective_wide', 'bands_note', 'conformal_html', 'report_html', 'write_report_files',
+           'save_report', 'paper_table', 'comparison_table', 'table_text', 'write_paper_files', 'pairing_note',
+           'comparison_html', 'write_comparison_files', 'save_comparison']
 
 # %% ../nbs/67_render.ipynb #bb9f334d
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -142,9 +147,11 @@ def report_html(r: Report,  # a calibration report
     return '\n'.join(parts)
 
 # %% ../nbs/67_render.ipynb #e7abf8f9
+REPORT_CHARTS = tuple(f'{chart}_{stage}' for chart in ('reliability', 'groups', 'risk_coverage')
+                      for stage in ('before', 'after'))   # the keys `Report.charts` may have
 REPORT_FILES = frozenset({'report.html', 'metrics.json', 'bins.csv', 'groups.csv'} |
-                         {f'{chart}_{stage}{ext}' for chart in ('reliability', 'groups', 'risk_coverage')
-                          for stage in ('before', 'after') for ext in ('.svg', '.vl.json')})
+                         {f'{chart}{ext}' for chart in REPORT_CHARTS for ext in ('.svg', '.vl.json')})
+EXPORT_FILES = export_files(['table'], REPORT_CHARTS, EXPORT_FORMATS)   # what a report folder may hold on request
 
 # %% ../nbs/67_render.ipynb #3d0ea538
 def write_report_files(r: Report,  # a calibration report
@@ -165,12 +172,273 @@ def save_report(r: Report,  # a calibration report
                 out,  # the report folder to write (a path)
                 *, force: bool = False,  # replace an existing report folder calibkit wrote, if untouched
                 inputs=(),  # the input files of the run: the folder may not hold one
+                export=(),  # also a paper's files (`write_paper_files`): any of `EXPORT_FORMATS`, as 'latex,pdf'
+                figure_width='single',  # the exported figures' width: 'single', 'double' or inches
                 ) -> list[Path]:  # the files written, sorted (the manifest aside)
     "Write the report folder `out` through `calibkit.outdir.claim` (with `force`, replace an untouched report)."
     _check_report(r)
-    with claim(out, REPORT_FILES, force=force, inputs=inputs) as folder:
-        out = folder.commit(lambda path: write_report_files(r, path))
-    return sorted(p for p in out.iterdir() if p.name != MARKER)
+    if export: check_formats(export)
+    def write(path):
+        write_report_files(r, path)
+        if export: write_paper_files(r, path, export, figure_width)
+    with claim(out, REPORT_FILES | EXPORT_FILES, force=force, inputs=inputs) as folder:
+        out = folder.commit(write)
+    return sorted(p for p in out.rglob('*') if p.is_file() and p.name != MARKER)
+
+# %% ../nbs/67_render.ipynb #606d21a1
+BETTER = {**dict.fromkeys(['calib_mse', 'calib_mse_debiased', 'ece_l1', 'ece_l2', 'ece_max', 'brier',
+                           'brier_calibration', 'brier_refinement', 'aurc', 'e_aurc', 'augrc', 'risk@0.8', 'risk@0.9',
+                           'risk@0.95'], 'lower'),
+          **dict.fromkeys(['brier_resolution', 'auroc', 'prr'], 'higher')}    # metric key -> which way is better
+UNMARKED = ('noise_floor', 'brier_uncertainty', 'brier_within_bin')          # no better way: not compared
+
+def _values(r: Report) -> pd.DataFrame:
+    "Every metric of every stage: stage, key, metric (its display name), estimate, lo, hi (NaN: none)."
+    sel = [dict(stage=s, key=k, metric=name, estimate=np.nan if i['selective'].get(k) is None else i['selective'][k],
+                lo=np.nan, hi=np.nan) for s, i in r.stages.items() for k, (name, _) in SELECTIVE.items()
+           if 'selective' in i and i['selective']]
+    return pd.concat([r.metrics[['stage', 'key', 'metric', 'estimate', 'lo', 'hi']], pd.DataFrame(sel)],
+                     ignore_index=True)
+
+def _bins_phrase(r: Report) -> str:
+    "The bins of the report's stages, in words."
+    binning, used = r.meta['binning'].replace('_', '-'), {s: i['n_bins'] for s, i in r.stages.items()}
+    notes = [i['bins_note'] for i in r.stages.values() if i['bins_note']]
+    said = (f'{next(iter(used.values()))} {binning} bins' if len(set(used.values())) == 1 else
+            f'{binning} bins (' + '; '.join(f'{s}: {n}' for s, n in used.items()) + ')')
+    return said + ''.join(f'; {n}' for n in notes)
+
+def _rows(r: Report) -> dict:
+    "Each stage's row name in a paper's table: 'as given', 'after <recalibrator>' ('per <grouper> group')."
+    m = r.meta
+    per = f' per {m["grouper"]} group' if m.get('grouper') else ''
+    return {s: 'as given' if s == 'before' else f'after {m["recalibrator"]}{per}' for s in r.stages}
+
+def _fit_phrase(r: Report) -> str:
+    "How the recalibrator was fitted, in words ('' without one)."
+    m = r.meta
+    if 'after' not in r.stages: return ''
+    return (f'; {m["recalibrator"]} fitted on ' + (f'{m["fit"]} ({m["fit_events"]:,} events)' if m.get('fit') else
+                                                   f'{m["fit_events"]:,} held-out events'))
+
+def paper_table(r: Report,  # a calibration report
+                keys=None,  # metric keys (of `METRICS` or `SELECTIVE`), the columns in order; default: `METRICS`'
+                ) -> tuple[pd.DataFrame, str, dict]:  # the long table, its caption, and `better` (column -> way)
+    "A report's metrics as `calibkit.export`'s long table (a row per stage, a column per metric), caption and `better`."
+    _check_report(r)
+    v = _values(r)
+    known = v.key[np.isfinite(v.estimate.astype(float))]
+    if keys is None: keys = [k for k in METRICS if k in set(known)]
+    if isinstance(keys, str) or not isinstance(keys, (list, tuple)) or not keys or len(set(keys)) < len(keys):
+        raise TypeError(f'keys must be a non-empty list of distinct metric keys, got {keys!r}')
+    if bad := [k for k in keys if k not in METRICS and k not in SELECTIVE]:
+        raise ValueError(f'keys: unknown metric(s) {bad}; known: {", ".join([*METRICS, *SELECTIVE])}')
+    if empty := [k for k in keys if k not in set(known)]:
+        raise ValueError(f'keys: the report has no estimate of {empty}')
+    v = v[v.key.isin(keys) & np.isfinite(v.estimate.astype(float))]
+    v = v.assign(order=v.key.map({k: i for i, k in enumerate(keys)})).sort_values('order', kind='stable')
+    names = _rows(r)
+    long = pd.DataFrame(dict(row=v.stage.map(names), column=v.metric, estimate=v.estimate.astype(float), lo=v.lo,
+                             hi=v.hi)).reset_index(drop=True)
+    display = dict(zip(v.key, v.metric))
+    better = {display[k]: BETTER[k] for k in keys if k in BETTER} if len(r.stages) > 1 else {}
+    words = lambda ks: ', '.join(display[k] for k in ks)
+    parts = [f'{r.meta["title"]}: {r.summary["events"]:,} events{_fit_phrase(r)}; {_bins_phrase(r)}.']
+    if long.lo.notna().any():
+        parts.append(f'In brackets: {r.meta["level"]:.0%} intervals by per-bin Normal resampling of the bin accuracies '
+                     f'(Nguyen, thesis, §2.3; {r.meta["n_samples"]:,} draws); a value without brackets has none.')
+    if better:
+        high = [k for k in keys if BETTER.get(k) == 'higher']
+        how = 'the lowest' + (f'; the highest for {words(high)}' if high else '') if len(high) < len(better) else \
+              'the highest'
+        parts.append(f'Bold: the better stage per metric ({how})'
+                     + (f'; {words([k for k in keys if k in UNMARKED])} not compared.' if set(keys) & set(UNMARKED)
+                        else '.'))
+    return long, ' '.join(parts), better
+
+# %% ../nbs/67_render.ipynb #d20f7825
+@patch
+def to_latex(self: Report,
+             keys=None,  # metric keys, the columns in order (default: every metric of `METRICS` with an estimate)
+             *, label=None,  # a \label for the table
+             digits: int = 3,  # significant digits of each estimate
+             ) -> str:
+    "The report's metrics as a booktabs LaTeX table: a row per stage, the better stage's estimates in bold."
+    table, caption, better = paper_table(self, keys)
+    return latex_table(table, caption=caption, label=label, better=better, digits=digits)
+
+@patch
+def to_markdown(self: Report,
+                keys=None,  # metric keys, the columns in order (default: every metric of `METRICS` with an estimate)
+                *, digits: int = 3,  # significant digits of each estimate
+                ) -> str:
+    "The report's metrics as a Markdown table with its caption: a row per stage, the better stage's in bold."
+    table, caption, better = paper_table(self, keys)
+    return markdown_table(table, caption=caption, better=better, digits=digits)
+
+# %% ../nbs/67_render.ipynb #29486675
+def comparison_table(c: Comparison,  # a comparison
+                     keys=('ece_l2',),  # metrics over all events (keys of `METRICS`; 'ece_l2' is SMCE)
+                     groups=None,  # the groups whose GMCE to show (default: every group; [] for none)
+                     ) -> tuple[pd.DataFrame, str, dict]:  # the long table, its caption, and `better`
+    "A comparison in the sparse-tagset paper's Table 1 layout: each error with its interval and its Δ% vs the first."
+    if not isinstance(c, Comparison): raise TypeError(f'c must be a Comparison, got {type(c).__name__}')
+    keys = [keys] if isinstance(keys, str) else list(keys)
+    if bad := [k for k in keys if k not in METRICS or k in UNMARKED]:
+        raise ValueError(f'keys {bad} are not report metrics with a better way; known: '
+                         f'{[k for k in METRICS if k not in UNMARKED]}')
+    head = lambda k: 'SMCE' if k == 'ece_l2' else METRICS[k][0]
+    parts = [c.metrics[c.metrics.key.isin(keys)].assign(column=lambda t: t.key.map(head))]
+    if c.groups is not None:
+        known = list(pd.unique(c.groups.group))
+        shown = known if groups is None else list(groups)
+        if unknown := [g for g in shown if g not in known]:
+            raise ValueError(f'groups {unknown} are not among the groups {known}')
+        g = c.groups[c.groups.group.isin(shown)]
+        parts.append(g.rename(columns={'gmce': 'estimate'}).assign(column=g.group.map(lambda x: f'GMCE {x}'),
+                                                                  key='gmce'))
+    elif groups: raise ValueError('groups: the comparison has no grouper')
+    t = pd.concat([p[['model', 'column', 'key', 'estimate', 'lo', 'hi']] for p in parts], ignore_index=True)
+    t = t.rename(columns={'model': 'row'})
+    base = t[t.row == c.names[0]].set_index('column').estimate
+    pct = t.assign(estimate=100 * (t.estimate / t.column.map(base) - 1), lo=np.nan, hi=np.nan, column=t.column + ' Δ%')
+    out = pd.concat([t, pct[pct.row != c.names[0]]], ignore_index=True)
+    order = [x for col in pd.unique(t.column) for x in (col, col + ' Δ%')]
+    out = out.assign(r=out.row.map(c.names.index), k=out.column.map(order.index)).sort_values(['k', 'r'])
+    # sorted by column, then row: read in order of first appearance, both come out in order
+    better = {col: BETTER.get(k, 'lower') for col, k in zip(out.column, out.key) if not col.endswith(' Δ%')}
+    m = c.meta
+    ev = ', '.join(f'{n} {m["events"][n]:,}' for n in c.names)
+    caption = (f'{m["title"]}: events per model {ev}; {m["n_bins"]} equal-mass bins'
+               + (f'; GMCE per group of {m["grouper"]} (1 = the most frequent tags)' if c.groups is not None else '')
+               + f'. In brackets: each model\'s {m["level"]:.0%} interval by per-bin Normal resampling of the bin '
+               f'accuracies (Nguyen, thesis, §2.3; {m["n_samples"]:,} draws). Δ%: the change against {c.names[0]}. '
+               'Bold: the lowest of each error. The paired differences, with intervals and p-values, are the '
+               'comparison\'s differences (differences.csv).')
+    return out[['row', 'column', 'estimate', 'lo', 'hi']].reset_index(drop=True), caption, better
+
+def table_text(t: pd.DataFrame,  # `comparison_table`'s long table
+               digits: int = 4,  # decimals of the errors (Δ% to one)
+               ) -> pd.DataFrame:  # one row per model, one column per error and Δ%: 'estimate [lo, hi]' and '+1.2%'
+    "A `comparison_table` as text, one row per model, as the paper prints it."
+    pct = t.column.str.endswith(' Δ%')
+    cell = np.where(pct, t.estimate.map(lambda v: f'{v:+.1f}%'.replace('-', '−')),
+                    [f'{e:.{digits}f}' + ('' if np.isnan(lo) else f' [{lo:.{digits}f}, {hi:.{digits}f}]')
+                     for e, lo, hi in zip(t.estimate, t.lo, t.hi)])
+    w = t.assign(cell=cell).pivot(index='row', columns='column', values='cell')
+    return w.reindex(index=pd.unique(t.row), columns=pd.unique(t.column)).fillna('').rename_axis(
+        index='model', columns=None)
+
+@patch
+def to_latex(self: Comparison,
+             keys=('ece_l2',),  # metrics over all events (as `comparison_table`)
+             *, groups=None,  # the groups whose GMCE to show (default: every group)
+             label=None,  # a \\label for the table
+             digits: int = 3,  # significant digits of each estimate
+             ) -> str:
+    "The comparison as a booktabs LaTeX table in the sparse-tagset paper's Table 1 layout, the best in bold."
+    table, caption, better = comparison_table(self, keys, groups)
+    return latex_table(table, caption=caption, label=label, better=better, digits=digits)
+
+@patch
+def to_markdown(self: Comparison,
+                keys=('ece_l2',),  # metrics over all events (as `comparison_table`)
+                *, groups=None,  # the groups whose GMCE to show (default: every group)
+                digits: int = 3,  # significant digits of each estimate
+                ) -> str:
+    "The comparison as a Markdown table with its caption, the best in bold."
+    table, caption, better = comparison_table(self, keys, groups)
+    return markdown_table(table, caption=caption, better=better, digits=digits)
+
+# %% ../nbs/67_render.ipynb #4f401806
+def write_paper_files(x,  # a calibration report, or a comparison
+                      folder: Path,  # an existing folder to write into (the transaction's)
+                      formats,  # any of `EXPORT_FORMATS` ('latex,markdown,pdf')
+                      width='single',  # the figures' width: 'single', 'double' or inches
+                      ) -> list[Path]:
+    """Write a report's or a comparison's table (table.tex, table.md: `paper_table`, `comparison_table`) and charts
+    (figures/NAME.pdf|svg|png) in `formats` into `folder`."""
+    if not isinstance(x, Comparison): _check_report(x)
+    fs = check_formats(formats)
+    table = comparison_table if isinstance(x, Comparison) else paper_table
+    tables = {'table': table(x)} if {'latex', 'markdown'} & set(fs) else {}
+    charts = x.charts if {'pdf', 'svg', 'png'} & set(fs) else {}
+    return write_exports(folder, tables, charts, fs, width)
+
+
+# %% ../nbs/67_render.ipynb #7d7297b8
+def pairing_note(c: Comparison,  # a comparison
+                 ) -> str:
+    "How a comparison's intervals and p-values were made, in one paragraph."
+    m = c.meta
+    if m['paired'] == 'id':
+        how = (f'paired by {"/".join(m["id"])}: the {m["n_items"]:,} items were resampled jointly for all models '
+               '(every event of an item moves with it)')
+    elif m['paired'] == 'position': how = 'paired by position: row i of every model is the same event'
+    else: how = 'unpaired: each model\'s events were resampled independently'
+    method, drawn = c.differences.method.iloc[0], int(c.differences.n_samples.iloc[0])
+    return (f'Differences are b − a. Intervals ({m["level"]:.0%}, percentile) and p-values for "no difference" by the '
+            f'{method}, {drawn:,} resamples, {how}; equal-mass bins are recomputed within every resample, and p < α '
+            'exactly when the interval at 1 − α excludes 0. A model\'s own intervals are its report\'s (per-bin '
+            'Normal resampling of bin accuracies).')
+
+def comparison_html(c: Comparison,  # a comparison
+                    ) -> str:  # the page: one HTML document, charts as inline SVG
+    "The self-contained HTML page of a comparison."
+    from calibkit.charts import font_css, to_svg    # deliberately lazy: Altair is loaded only when a page is rendered
+    if not isinstance(c, Comparison): raise TypeError(f'c must be a Comparison, got {type(c).__name__}')
+    e, t = html.escape, c.meta['title']
+    side = metrics_side(c)
+    side.insert(1, 'definition', [(METRICS | SELECTIVE)[k][1] for k in pd.unique(c.metrics.key)])
+    parts = [f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(t)}</title>',
+             f'<style>{font_css()}\n{_CSS}</style></head><body><h1>{e(t)}</h1>', '<h2>Verdict</h2>']
+    parts += [f'<p class="verdict"><b>{e(k)}.</b> {" ".join(map(e, v))}</p>' for k, v in c.verdict.items()]
+    data = pd.DataFrame({'model': c.names, 'events': [f'{c.meta["events"][n]:,}' for n in c.names]})
+    parts += ['<h2>Models</h2>', _table(data), '<h2>Metrics</h2>', _defined(_table(side)),
+              f'<h2>Differences</h2><p class="note">{e(pairing_note(c))}</p>', _table(differences_wide(c))]
+    if c.groups is not None:
+        parts += [f'<h2>Per group</h2><p class="note">The sparse-tagset paper\'s Table 1 layout (Kranzlein, Liu &amp; '
+                  f'Schneider 2021): SMCE over all events and the GMCE of each group of {e(str(c.meta["grouper"]))} '
+                  f'(1 = the most frequent tags), Δ% against {e(c.names[0])}.</p>',
+                  _table(table_text(comparison_table(c)[0]).reset_index())]
+    if c.warnings: parts += ['<h2>Warnings</h2><ul>', *(f'<li>{e(w)}</li>' for w in c.warnings), '</ul>']
+    parts += ['<h2>Charts</h2>', *(f'<figure>{to_svg(ch)}</figure>' for ch in c.charts.values()),
+              '<h2>Provenance</h2><pre>', e(json.dumps(c.meta, indent=1, default=str)), '</pre></body></html>']
+    return '\n'.join(parts)
+
+COMPARISON_CHARTS = ('reliability', 'risk_coverage')   # the keys `Comparison.charts` has
+COMPARISON_FILES = frozenset({'comparison.html', 'comparison.json', 'metrics.csv', 'differences.csv', 'groups.csv'} |
+                             {f'{chart}{ext}' for chart in COMPARISON_CHARTS for ext in ('.svg', '.vl.json')} |
+                             export_files(['table'], COMPARISON_CHARTS, EXPORT_FORMATS))   # exports on request
+
+def write_comparison_files(c: Comparison,  # a comparison
+                           folder: Path,  # an existing folder to write into (the transaction's)
+                           ) -> None:
+    "Write comparison.html, comparison.json, metrics.csv, differences.csv (+ groups.csv) and the charts into `folder`."
+    from calibkit.charts import save_chart     # deliberately lazy: Altair is loaded only when written
+    folder = Path(folder)
+    (folder/'comparison.html').write_text(comparison_html(c), encoding='utf-8')
+    (folder/'comparison.json').write_text(c.to_json(), encoding='utf-8')
+    c.metrics.to_csv(folder/'metrics.csv', index=False, float_format='%.6g')
+    c.differences.to_csv(folder/'differences.csv', index=False, float_format='%.6g')
+    if c.groups is not None: c.groups.to_csv(folder/'groups.csv', index=False, float_format='%.6g')
+    for k, ch in c.charts.items(): save_chart(ch, folder/k)
+
+def save_comparison(c: Comparison,  # a comparison
+                    out,  # the folder to write (a path)
+                    *, force: bool = False,  # replace a folder calibkit wrote, if untouched
+                    inputs=(),  # the input files of the run: the folder may not hold one
+                    export=(),  # also a paper's files (`write_paper_files`): any of `EXPORT_FORMATS`, as 'latex,pdf'
+                    figure_width='single',  # the exported figures' width: 'single', 'double' or inches
+                    ) -> list[Path]:  # the files written, sorted (the manifest aside)
+    "Write the comparison folder `out` through `calibkit.outdir.claim` (with `export`, its paper's files too)."
+    if not isinstance(c, Comparison): raise TypeError(f'c must be a Comparison, got {type(c).__name__}')
+    def write(path):
+        write_comparison_files(c, path)
+        if export: write_paper_files(c, path, export, figure_width)
+    with claim(out, COMPARISON_FILES, force=force, inputs=inputs) as folder:
+        out = folder.commit(write)
+    return sorted(p for p in out.rglob('*') if p.is_file() and p.name != MARKER)
 
 # %% ../nbs/67_render.ipynb #3cb14bf7
 from .config import public_dir

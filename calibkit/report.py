@@ -12,20 +12,20 @@ from fastcore.basics import patch
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
 from .events import as_pairs, check_bool, check_choice, check_int, check_probs, check_scores, events_from_scores
-from .binning import BINNINGS, BinStats, bin_interval, bin_stats, bin_table, group_bins, sorted_events, wsum
-from .metrics import brier, calib_mse_interval, ece_interval
+from .binning import BINNINGS, BinStats, bin_interval, bin_stats, bin_table, group_bins, sorted_events
+from .metrics import calib_mse_interval, ece_interval
 from .significance import CALIBRATED, binomial_bands, consistency_bands, ecce_r_test, spiegelhalter_test
+from .paired import CI_BUDGET, binned_metrics   # CI_BUDGET: one definition, shared with the paired bootstrap
 from .selective import COVERAGES, MAX_CURVE_POINTS, ranking, risk_coverage, selective_summary
 from .conformal import ConformalSets, set_summary
 from .plugins import make, registry
 
 # %% auto #0
-__all__ = ['METRICS', 'CI_BUDGET', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'REPORT_PX', 'PANEL_REASONS',
-           'stage_stats', 'bins_note', 'metric_rows', 'grouper_counts', 'recalibrated', 'interval_bins',
-           'is_matrix_recalibrator', 'matrix_recalibrated', 'gold_outside_text', 'group_metrics', 'stage_bands',
-           'stage_verdict', 'verdict_text', 'stage_significance', 'significance_text', 'reconcile_text',
-           'verdict_sentences', 'Report', 'stage_name', 'conformal_summary', 'calibration_report', 'dask_report',
-           'panel_groups', 'report_charts', 'metrics_wide']
+__all__ = ['METRICS', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'REPORT_PX', 'PANEL_REASONS', 'stage_stats',
+           'bins_note', 'metric_rows', 'grouper_counts', 'recalibrated', 'interval_bins', 'is_matrix_recalibrator',
+           'matrix_recalibrated', 'gold_outside_text', 'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text',
+           'stage_significance', 'significance_text', 'reconcile_text', 'verdict_sentences', 'Report', 'stage_name',
+           'conformal_summary', 'calibration_report', 'dask_report', 'panel_groups', 'report_charts', 'metrics_wide']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -110,11 +110,10 @@ def metric_rows(st: BinStats,  # the stage's bins, with moments
     moments."""
     kw = dict(n_samples=n_samples, level=level, seed=seed)
     got = {'calib_mse': calib_mse_interval(st, **kw), 'calib_mse_debiased': calib_mse_interval(st, debias=True, **kw),
-           'noise_floor': (float(wsum(st.noise, st.weight)), np.nan, np.nan),
-           **{f'ece_{norm}': ece_interval(st, norm=norm, **kw) for norm in ('l1', 'l2', 'max')},
-           **{'brier' if k == 'brier' else f'brier_{k}': (v, np.nan, np.nan) for k, v in brier(st)._asdict().items()}}
-    return [dict(key=k, metric=METRICS[k][0], estimate=float(got[k][0]), lo=float(got[k][1]), hi=float(got[k][2]))
-            for k in METRICS]
+           **{f'ece_{norm}': ece_interval(st, norm=norm, **kw) for norm in ('l1', 'l2', 'max')}}
+    est = binned_metrics(st)                                 # the estimates' one definition
+    return [dict(key=k, metric=METRICS[k][0], estimate=est[k], lo=float(got[k][1]) if k in got else np.nan,
+                 hi=float(got[k][2]) if k in got else np.nan) for k in METRICS]
 
 # %% ../nbs/60_report.ipynb #29bb9ab8
 def _accepts(obj, name: str) -> bool:
@@ -250,8 +249,6 @@ def _same_events(a, b) -> bool:
 
 # %% ../nbs/60_report.ipynb #c80cb334
 from .metrics import group_errors   # kept with its one user here (the imports cell is another change's)
-
-CI_BUDGET = 5 * 10**7   # resampled values a report spends at most on the groups' intervals, or a stage's bands
 
 def group_metrics(st: BinStats,  # every group's bins (`group_bins`)
                   bg: np.ndarray,  # each bin's group

@@ -37,7 +37,10 @@ def ranking(
     if isinstance(conf, Ranking):
         if correct is not None: raise ValueError('conf is a Ranking (it holds the outcomes): correct must be None')
         return conf
-    v, m, s = sorted_events(conf, correct).runs
+    return _runs_ranking(*sorted_events(conf, correct).runs)
+
+def _runs_ranking(v: np.ndarray, m: np.ndarray, s: np.ndarray) -> Ranking:
+    "The `Ranking` of runs given in ascending confidence: each run's value, event count (> 0) and outcome sum."
     m = m[::-1].astype(np.float64)
     e = m - s[::-1]
     return Ranking(v[::-1], m, e, np.cumsum(m), np.cumsum(e))
@@ -183,18 +186,18 @@ def selective_summary(
     coverages=COVERAGES,    # coverages in (0, 1] to report the selective risk at
 ) -> pd.Series:
     "AURC, E-AURC, AUGRC, AUROC, PRR and the selective risk at `coverages`, from one sort."
-    r = ranking(conf, correct)
-    cov = _coverage(coverages, 'coverages')
+    return pd.Series(_selective_values(ranking(conf, correct), _coverage(coverages, 'coverages')), name='selective')
+
+def _selective_values(r: Ranking, cov: np.ndarray, warn: bool = True) -> dict:
+    "`selective_summary`'s values from a `Ranking`; AUROC and PRR NaN when undefined (said when `warn`)."
     area = _aurc(r)
     out = {'aurc': area, 'e_aurc': area - _oracle_aurc(r), 'augrc': _augrc(r)}
     try:
         a = _auroc(r)
-        out |= {'auroc': a, 'prr': 2 * a - 1}
     except ValueError as err:
-        warnings.warn(f'{err}: reported as NaN', stacklevel=2)
-        out |= {'auroc': np.nan, 'prr': np.nan}
-    out |= {f'risk@{c:g}': v for c, v in zip(cov, _risk_at(r, cov))}
-    return pd.Series(out, name='selective')
+        if warn: warnings.warn(f'{err}: reported as NaN', stacklevel=3)
+        a = np.nan
+    return out | {'auroc': a, 'prr': 2 * a - 1} | {f'risk@{c:g}': v for c, v in zip(cov, _risk_at(r, cov))}
 
 # %% ../nbs/06_selective.ipynb #92ffd583
 from .config import public_dir

@@ -1,5 +1,5 @@
 "Project-level checks: README in sync, settings file and defaults agree, the wheel carries every subpackage."
-import importlib.util, subprocess, sys, zipfile
+import importlib.util, json, subprocess, sys, zipfile
 from pathlib import Path
 import pytest
 from calibkit.config import Settings, read_settings
@@ -61,6 +61,9 @@ def test_readme_use_it_on_your_model_examples_run(tmp_path, monkeypatch, capsys)
         assert (tmp_path/out/'report.html').is_file(), out
     groups = (tmp_path/'tfg'/'groups.csv').read_text()
     assert 'after' in groups and 'before' in groups
+    got = json.loads((tmp_path/'recal'/'comparison.json').read_text())
+    assert got['names'] == ['as given', 'histogram · per_class', 'isotonic · per_class', 'platt · per_class']
+    assert got['meta']['grouper'] == 'tfg' and (tmp_path/'recal'/'table.tex').is_file()
 
 
 def test_readme_quick_start_blocks_run_on_their_own(tmp_path, monkeypatch):
