@@ -30,7 +30,7 @@ class StreamMetric(torchmetrics.Metric):
         n_bins: int | None = None,  # number of bins (default: the settings' n_bins, 10)
         *,
         bin_size: int | None = None,  # events per equal-mass bin, instead of `n_bins`
-        binning: str = 'equal_mass',  # 'equal_mass' (q-digest, certified bounds) or 'fixed_width' (exact)
+        binning: str = 'equal_mass',  # 'equal_mass' (a digest of dyadic cells, certified bounds) or 'fixed_width' (exact)
         sketch: int | None = None,  # the digest's k (equal-mass; default `calibkit.stream.SKETCH`)
         **kwargs,  # torchmetrics' `Metric` options (`dist_sync_on_step`, `process_group`, ...)
     ):
@@ -43,7 +43,7 @@ class StreamMetric(torchmetrics.Metric):
             self.add_state('n', torch.zeros(b, dtype=torch.int64), dist_reduce_fx='sum')
             self.add_state('sum_conf', torch.zeros(b, dtype=torch.float64), dist_reduce_fx='sum')
             self.add_state('sum_correct', torch.zeros(b, dtype=torch.int64), dist_reduce_fx='sum')
-        else:      # the digest's nodes; gathering every process's nodes ('cat') and compressing is the q-digest merge
+        else:      # the digest's nodes; gathering every process's nodes ('cat') and compressing is the digest's merge
             self.add_state('ids', [], dist_reduce_fx='cat')     # rows: heap id, count, Σy (int64)
             self.add_state('vals', [], dist_reduce_fx='cat')    # rows: Σq, min q, max q (float64)
 
