@@ -30,7 +30,7 @@ class StreamMetric(torchmetrics.Metric):
         n_bins: int | None = None,  # number of bins (default: the settings' n_bins, 10)
         *,
         bin_size: int | None = None,  # events per equal-mass bin, instead of `n_bins`
-        binning: str = 'equal_mass',  # 'equal_mass' (a digest of dyadic cells, certified bounds) or 'fixed_width' (exact)
+        binning: str = 'equal_mass',  # 'equal_mass' (dyadic-cell digest, certified bounds) or 'fixed_width' (exact)
         sketch: int | None = None,  # the digest's k (equal-mass; default `calibkit.stream.SKETCH`)
         **kwargs,  # torchmetrics' `Metric` options (`dist_sync_on_step`, `process_group`, ...)
     ):
