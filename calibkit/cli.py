@@ -296,6 +296,16 @@ def _strict(args) -> list:
                                  f'{args.extractor!r} reads no gold tags')
     return [('strict_labels', True)]
 
+def _recalibrator_kind(name: str,  # a --recalibrator name
+                      ) -> str:  # 'recalibrator', or 'matrix_recalibrator' for a name registered only as one
+    "The plugin kind of a recalibrator's name (a name of both kinds is the binary one's); unknown: usage error 2."
+    from calibkit.plugins import registry   # lazy: the registry loads the installed plugins
+    binary, matrix = registry()['recalibrator'], registry()['matrix_recalibrator']
+    if name not in binary and name not in matrix:
+        raise CLIError(EX_USAGE, f'unknown recalibrator {name!r}; known recalibrators: {", ".join(sorted(binary))}; '
+                                 f'on score matrices also {", ".join(sorted(matrix))}')
+    return 'recalibrator' if name in binary else 'matrix_recalibrator'
+
 def _recalibrator(args) -> tuple:
     """The --recalibrator instance (None for none) and whether it is a score-matrix recalibrator (a name registered
     only as one: a recalibrator's name is the recalibrator's)."""
@@ -304,12 +314,7 @@ def _recalibrator(args) -> tuple:
     if ',' in name:
         raise CLIError(EX_USAGE, f'--recalibrator {name}: a report applies one recalibrator; `calibkit compare INPUT '
                                  f'--fit FIT --recalibrator {name}` compares several')
-    from calibkit.plugins import registry   # lazy: the registry loads the installed plugins
-    binary, matrix = registry()['recalibrator'], registry()['matrix_recalibrator']
-    if name not in binary and name not in matrix:
-        raise CLIError(EX_USAGE, f'unknown recalibrator {name!r}; known recalibrators: {", ".join(sorted(binary))}; '
-                                 f'on score matrices also {", ".join(sorted(matrix))}')
-    kind = 'recalibrator' if name in binary else 'matrix_recalibrator'
+    kind = _recalibrator_kind(name)
     return _plugin(kind, name, args.param), kind == 'matrix_recalibrator'
 
 def _matrix_needs(name: str, e: Exception) -> CLIError:
@@ -428,16 +433,6 @@ def _n_groups(name, n_groups):
     r = registry()['grouper'].get(name)
     return n_groups if r is None or 'n_groups' in inspect.signature(r.cls).parameters else None
 
-def _recalibrator_kinds(names: list) -> bool:
-    "Whether any of --recalibrator's names is a score-matrix recalibrator; an unknown name exits 2."
-    from calibkit.plugins import registry   # lazy: the registry loads the installed plugins
-    binary, matrix = registry()['recalibrator'], registry()['matrix_recalibrator']
-    for name in names:
-        if name not in binary and name not in matrix:
-            raise CLIError(EX_USAGE, f'unknown recalibrator {name!r}; known recalibrators: {", ".join(sorted(binary))}'
-                                     f'; on score matrices also {", ".join(sorted(matrix))}')
-    return any(n not in binary for n in names)
-
 def cmd_compare(args,  # the parsed flags of `calibkit compare`
                 ) -> int:
     "Compare models (several INPUTs), or one model as given and after several recalibrators (--fit, --recalibrator)."
@@ -446,7 +441,8 @@ def cmd_compare(args,  # the parsed flags of `calibkit compare`
     _check_compare(args, recal)
     _check_export(args)
     params = recalibrator_params(recal, args.param)
-    matrix = _recalibrator_kinds(recal) if recal else False
+    kinds = [_recalibrator_kind(n) for n in recal]        # every name checked before any input is read
+    matrix = 'matrix_recalibrator' in kinds
     xt = _plugin('extractor', args.extractor, args.extractor_param)
     evaluate = args.evaluate_by if recal and args.evaluate_by else args.grouper
     by = {args.grouper, evaluate} - {None}
@@ -458,7 +454,7 @@ def cmd_compare(args,  # the parsed flags of `calibkit compare`
         else: inps = [plan(p, None, args.counts if i == 0 else None, **kw) for i, p in enumerate(args.inputs)]
     except (ScoresNeededError, PlanError) as e:
         if not matrix or getattr(e, 'reason', 'stdin_scores') != 'stdin_scores': raise
-        raise _matrix_needs(next(n for n in recal if _recalibrator_kinds([n])), e) from None
+        raise _matrix_needs(recal[kinds.index('matrix_recalibrator')], e) from None
     return _compare(args, inps, recal, params, matrix, evaluate)
 
 def _compare(args, inps, recal, params, matrix, evaluate) -> int:

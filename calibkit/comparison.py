@@ -12,12 +12,12 @@ from functools import cached_property
 import numpy as np, pandas as pd
 from fastcore.basics import patch
 from .config import calibkit_version, default
-from .events import as_pairs, check_choice, check_int
+from .events import as_pairs, check_choice
 from .paired import bootstrap_differences
 from .plugins import make
 from .report import (METRICS, SELECTIVE, Report, _alpha, _g, _grouper, _plugin_name, _strict,
                              calibration_report, grouper_counts, is_matrix_recalibrator, matrix_recalibrated,
-                             recalibrated)
+                             pivot_cells, recalibrated)
 
 # %% auto #0
 __all__ = ['PAIRINGS', 'DECIDES', 'CHECKED', 'pairing', 'Comparison', 'compare', 'difference_text', 'pair_verdict',
@@ -279,9 +279,7 @@ def metrics_side(c: Comparison,  # a comparison
     "The comparison's metrics side by side."
     fmt = lambda r: '' if np.isnan(r.estimate) else f'{r.estimate:.4g}' + (
         '' if np.isnan(r.lo) else f' [{r.lo:.4g}, {r.hi:.4g}]')
-    cell = c.metrics.assign(value=c.metrics.apply(fmt, axis=1))
-    return cell.pivot(index='metric', columns='model', values='value').reindex(pd.unique(c.metrics.metric))[
-        c.names].reset_index().rename_axis(columns=None)
+    return pivot_cells(c.metrics, 'model', fmt)          # the models in order: c.metrics holds them so
 
 def differences_wide(c: Comparison,  # a comparison
                      keys=None,  # the metrics to show (keys of `METRICS` or `SELECTIVE`; default: all)
@@ -294,10 +292,7 @@ def differences_wide(c: Comparison,  # a comparison
         if bad := [k for k in keys if k not in set(d.key)]:
             raise ValueError(f'keys: {bad} are not among the differences\' metrics {list(pd.unique(d.key))}')
         d = d[d.key.isin(keys)]
-    d = d.assign(pair=d.b + ' − ' + d.a)
-    cell = d.assign(value=d.apply(fmt, axis=1))
-    return cell.pivot(index='metric', columns='pair', values='value').reindex(pd.unique(d.metric))[
-        list(pd.unique(d.pair))].reset_index().rename_axis(columns=None)
+    return pivot_cells(d.assign(pair=d.b + ' − ' + d.a), 'pair', fmt)
 
 @patch
 def __repr__(self: Comparison) -> str:

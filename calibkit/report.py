@@ -25,7 +25,8 @@ __all__ = ['METRICS', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 
            'bins_note', 'metric_rows', 'grouper_counts', 'recalibrated', 'interval_bins', 'is_matrix_recalibrator',
            'matrix_recalibrated', 'gold_outside_text', 'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text',
            'stage_significance', 'significance_text', 'reconcile_text', 'verdict_sentences', 'Report', 'stage_name',
-           'conformal_summary', 'calibration_report', 'dask_report', 'panel_groups', 'report_charts', 'metrics_wide']
+           'conformal_summary', 'calibration_report', 'dask_report', 'panel_groups', 'report_charts', 'pivot_cells',
+           'metrics_wide']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -886,13 +887,20 @@ def report_charts(r: Report,  # a calibration report
     return charts
 
 # %% ../nbs/60_report.ipynb #b728fd37
+def pivot_cells(t: pd.DataFrame,  # one row per (metric, `by`): a `metric` column, `by`, and what `fmt` reads
+                by: str,  # the column whose values become the columns (a stage, a model, a pair)
+                fmt,  # a row -> its cell's text
+                ) -> pd.DataFrame:
+    "One row per metric, one column per value of `by`, both in order of appearance; each cell `fmt` of its row."
+    cell = t.assign(value=t.apply(fmt, axis=1))
+    return cell.pivot(index='metric', columns=by, values='value').reindex(pd.unique(t.metric))[
+        list(pd.unique(t[by]))].reset_index().rename_axis(columns=None)
+
 def metrics_wide(m: pd.DataFrame,  # a report's metrics table
                  ) -> pd.DataFrame:
     "One row per metric, one column per stage: 'estimate [lo, hi]'."
-    fmt = lambda r: f'{r.estimate:.4g}' + ('' if np.isnan(r.lo) else f' [{r.lo:.4g}, {r.hi:.4g}]')
-    cell = m.assign(value=m.apply(fmt, axis=1))
-    return cell.pivot(index='metric', columns='stage', values='value').reindex(pd.unique(m.metric))[
-        list(pd.unique(m.stage))].reset_index().rename_axis(columns=None)
+    return pivot_cells(m, 'stage', lambda r: f'{r.estimate:.4g}' + ('' if np.isnan(r.lo) else
+                                                                    f' [{r.lo:.4g}, {r.hi:.4g}]'))
 
 # %% ../nbs/60_report.ipynb #rp60r001
 @patch
