@@ -15,7 +15,7 @@ from .config import calibkit_version, default
 from .events import as_pairs, check_choice
 from .paired import bootstrap_differences
 from .plugins import make
-from .report import (METRICS, SELECTIVE, Report, _alpha, _g, _grouper, _plugin_name, _strict,
+from .report import (METRICS, SELECTIVE, _alpha, _g, _grouper, _plugin_name, _strict,
                              calibration_report, grouper_counts, is_matrix_recalibrator, matrix_recalibrated,
                              pivot_cells, recalibrated)
 
@@ -99,14 +99,6 @@ class Comparison:
         return json.loads(self.to_json())
 
 # %% ../nbs/60b_comparison.ipynb #2ddc1c47
-def _metric_table(rep: Report) -> pd.DataFrame:
-    "A report's metrics (its only stage) and its selective metrics, in one table: key, metric, estimate, lo, hi."
-    sel = rep.stages['before']['selective']
-    s = pd.DataFrame({'key': list(SELECTIVE), 'metric': [v[0] for v in SELECTIVE.values()],
-                      'estimate': [np.nan if sel[k] is None else float(sel[k]) for k in SELECTIVE],
-                      'lo': np.nan, 'hi': np.nan})
-    return pd.concat([rep.metrics.drop(columns='stage'), s], ignore_index=True)
-
 def _names() -> dict:
     "Every metric key -> its display name (the report's metrics, then the selective ones)."
     return {k: v[0] for k, v in (METRICS | SELECTIVE).items()}
@@ -155,7 +147,8 @@ def compare(models: Mapping,  # name -> events frame (conf, correct; the `id` co
                                   level=level, seed=seed)
     said += [str(w.message) for w in caught]
     d.insert(3, 'metric', d.key.map(_names()))
-    m = pd.concat([_metric_table(r).assign(model=name) for name, r in reports.items()], ignore_index=True)
+    m = pd.concat([r.all_values().drop(columns='stage').assign(model=name) for name, r in reports.items()],
+                  ignore_index=True)
     groups = [r.groups.drop(columns='stage').assign(model=name) for name, r in reports.items() if r.groups is not None]
     sizes = {name: len(ev) for name, ev in models.items()}
     if len(set(sizes.values())) > 1:

@@ -192,14 +192,6 @@ BETTER = {**dict.fromkeys(['calib_mse', 'calib_mse_debiased', 'ece_l1', 'ece_l2'
           **dict.fromkeys(['brier_resolution', 'auroc', 'prr'], 'higher')}    # metric key -> which way is better
 UNMARKED = ('noise_floor', 'brier_uncertainty', 'brier_within_bin')          # no better way: not compared
 
-def _values(r: Report) -> pd.DataFrame:
-    "Every metric of every stage: stage, key, metric (its display name), estimate, lo, hi (NaN: none)."
-    sel = [dict(stage=s, key=k, metric=name, estimate=np.nan if i['selective'].get(k) is None else i['selective'][k],
-                lo=np.nan, hi=np.nan) for s, i in r.stages.items() for k, (name, _) in SELECTIVE.items()
-           if 'selective' in i and i['selective']]
-    return pd.concat([r.metrics[['stage', 'key', 'metric', 'estimate', 'lo', 'hi']], pd.DataFrame(sel)],
-                     ignore_index=True)
-
 def _bins_phrase(r: Report) -> str:
     "The bins of the report's stages, in words."
     binning, used = r.meta['binning'].replace('_', '-'), {s: i['n_bins'] for s, i in r.stages.items()}
@@ -226,7 +218,7 @@ def paper_table(r: Report,  # a calibration report
                 ) -> tuple[pd.DataFrame, str, dict]:  # the long table, its caption, and `better` (column -> way)
     "A report's metrics as `calibkit.export`'s long table (a row per stage, a column per metric), caption and `better`."
     _check_report(r)
-    v = _values(r)
+    v = r.all_values()
     known = v.key[np.isfinite(v.estimate.astype(float))]
     if keys is None: keys = [k for k in METRICS if k in set(known)]
     if isinstance(keys, str) or not isinstance(keys, (list, tuple)) or not keys or len(set(keys)) < len(keys):

@@ -887,6 +887,16 @@ def report_charts(r: Report,  # a calibration report
     return charts
 
 # %% ../nbs/60_report.ipynb #b728fd37
+@patch
+def all_values(self: Report) -> pd.DataFrame:
+    """Every metric of every stage, the selective ones after the others: stage, key, metric (its display name),
+    estimate, lo, hi (NaN: none)."""
+    sel = [dict(stage=s, key=k, metric=name, estimate=np.nan if i['selective'].get(k) is None else i['selective'][k],
+                lo=np.nan, hi=np.nan) for s, i in self.stages.items() for k, (name, _) in SELECTIVE.items()
+           if 'selective' in i and i['selective']]
+    return pd.concat([self.metrics[['stage', 'key', 'metric', 'estimate', 'lo', 'hi']], pd.DataFrame(sel)],
+                     ignore_index=True)
+
 def pivot_cells(t: pd.DataFrame,  # one row per (metric, `by`): a `metric` column, `by`, and what `fmt` reads
                 by: str,  # the column whose values become the columns (a stage, a model, a pair)
                 fmt,  # a row -> its cell's text
