@@ -6,13 +6,14 @@ difference of each pair with a paired bootstrap interval and p-value, one verdic
 # %% ../nbs/60b_comparison.ipynb #4b3f51fb
 from __future__ import annotations
 import html, json, warnings
+from decimal import Decimal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 import numpy as np, pandas as pd
 from fastcore.basics import patch
 from .config import calibkit_version, default
-from .events import as_pairs, check_choice
+from .events import as_pairs, check_choice, check_int
 from .paired import bootstrap_differences
 from .plugins import make
 from .report import (METRICS, SELECTIVE, _alpha, _g, _grouper, _plugin_name, _strict,
@@ -179,13 +180,19 @@ def _p(p: float,  # a bootstrap p-value (`bootstrap_differences`: at least 2/(1 
     floor = 2 / (n_samples + 1)
     return f'p ≤ {floor:.2g}' if p <= floor * (1 + 1e-9) else f'p = {p:.2g}'
 
-def _num(v: float) -> str: return _g(v).replace('-', '−')   # 3 significant digits, a true minus sign
+def _num(v: float, digits: int | None = None) -> str:
+    "`v` without an exponent and with a true minus sign: `digits` decimals, or 3 significant digits (0.0000403)."
+    s = f'{v:.{digits}f}' if digits is not None else format(Decimal(f'{v:#.3g}'), 'f')
+    return s.replace('-', '−')
 
 def difference_text(r,  # a row of `Comparison.differences` (a, b, estimate, lo, hi, p_value, method, n_samples)
                     level: float,  # the interval's level
+                    digits: int | None = None,  # decimals of the estimate and the interval (None: 3 significant digits)
                     ) -> str:  # 'b − a = est (95% CI lo to hi; paired bootstrap, p = ...)'
     "One difference in words, as the verdicts state it."
-    return (f'{r.b} − {r.a} = {_num(r.estimate)} ({level:.0%} CI {_num(r.lo)} to {_num(r.hi)}; {r.method}, '
+    if digits is not None: digits = check_int('digits', digits, 0)
+    f = lambda v: _num(v, digits)
+    return (f'{r.b} − {r.a} = {f(r.estimate)} ({level:.0%} CI {f(r.lo)} to {f(r.hi)}; {r.method}, '
             f'{_p(r.p_value, r.n_samples)})')
 
 def pair_verdict(c: Comparison,  # a comparison
