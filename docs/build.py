@@ -11,8 +11,8 @@ myst-nb + pydata-sphinx-theme with the configuration in docs/conf.py; MathJax is
     python docs/build.py --execute        # execute copies of the notebooks first (build/docs-exec/)
     python docs/build.py --src DIR        # notebooks from DIR (e.g. executed copies) instead of nbs/
 """
-import argparse, ast, base64, copy, hashlib, json, os, re, shutil, subprocess, sys, time
-from html.parser import HTMLParser
+import argparse, ast, base64, copy, hashlib, json, os, re, shutil, sys, time
+from html import unescape as html_unescape
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,21 +118,26 @@ def modules() -> dict:
     return out
 
 
-def inspect_modules(mods: list[str]) -> tuple[dict, dict]:
-    """Import every module once, in one subprocess (autodoc will need the imports): returns
+def inspect_modules(mods: list[str]) -> tuple[dict, dict, dict]:
+    """Import every module (in this process: autodoc imports them again from `sys.modules`): returns
     ({(module, name): 'class' | 'function' | 'data'}, {module: {constant: short repr}}, {module that fails to import: why})."""
-    code = ('import importlib, inspect, json, reprlib, sys\nkinds, values, failed = {}, {}, {}\n'
-            'r = reprlib.Repr(); r.maxstring = r.maxother = 80; r.maxdict = r.maxlist = r.maxtuple = 6\n'
-            'for m in sys.argv[1:]:\n try: mod = importlib.import_module(m)\n'
-            ' except Exception as e: failed[m] = f"{type(e).__name__}: {e}".splitlines()[0]; continue\n'
-            ' for n in mod.__all__:\n  o = getattr(mod, n)\n'
-            "  kinds[m + ':' + n] = k = 'class' if inspect.isclass(o) else 'function' if callable(o) else 'data'\n"
-            "  if k == 'data': values.setdefault(m, {})[n] = ' '.join(r.repr(o).split())\n"
-            'print(json.dumps([kinds, values, failed]))')
-    r = subprocess.run([sys.executable, '-c', code, *mods], capture_output=True, text=True, check=True,
-                       env={**os.environ, 'CALIBKIT_QUIET': '1'})
-    kinds, values, failed = json.loads(r.stdout.strip().splitlines()[-1])
-    return {tuple(k.split(':')): v for k, v in kinds.items()}, values, failed
+    import importlib, inspect, reprlib
+    sys.path.insert(0, str(ROOT))
+    os.environ['CALIBKIT_QUIET'] = '1'
+    kinds, values, failed = {}, {}, {}
+    r = reprlib.Repr()
+    r.maxstring = r.maxother = 80
+    r.maxdict = r.maxlist = r.maxtuple = 6
+    for m in mods:
+        try: mod = importlib.import_module(m)
+        except Exception as e:
+            failed[m] = f'{type(e).__name__}: {e}'.splitlines()[0]
+            continue
+        for n in mod.__all__:
+            o = getattr(mod, n)
+            kinds[m, n] = k = 'class' if inspect.isclass(o) else 'function' if callable(o) else 'data'
+            if k == 'data': values.setdefault(m, {})[n] = ' '.join(r.repr(o).split())
+    return kinds, values, failed
 
 
 # ---- staging -----------------------------------------------------------------------------------------
@@ -398,32 +403,45 @@ def stage(src: Path) -> dict:
 
 
 # ---- search text -------------------------------------------------------------------------------------------
-class _PageText(HTMLParser):
+_TOKENS = re.compile(r'<!--.*?-->|<(script|style)\b.*?</\1\s*>|<[!?][^>]*>'     # comments, raw text, declarations
+                     r'|<(/?)([a-zA-Z][^\s/>]*)((?:[^>"\']|"[^"]*"|\'[^\']*\')*?)(/?)>|[^<]+|<', re.S | re.I)
+_ATTR = re.compile(r'([^\s=/>]+)(?:\s*=\s*("[^"]*"|\'[^\']*\'|[^\s>]+))?')
+SKIP = {'svg', 'math', 'mjx-container'}   # and script, style: their raw text is never the page's
+ANCHORED = {'dt', 'section'}
+
+
+def _attrs(raw: str) -> dict:
+    return {a.lower(): html_unescape(v.strip('"\'')) if v else None for a, v in _ATTR.findall(raw)}
+
+
+def page_text(page: str) -> tuple[str, dict]:
     """The readable text of a built page's article (no scripts, styles, charts or header-link symbols), and where in
-    it each API entry (`dt`) and section starts."""
-    SKIP = {'script', 'style', 'svg', 'math', 'mjx-container'}
-    ANCHORED = {'dt', 'section'}
-
-    def __init__(self):
-        super().__init__()
-        self.depth, self.skip, self.parts, self.size, self.anchors = 0, 0, [], 0, {}
-
-    def handle_starttag(self, tag, attrs):
-        if tag == 'article': self.depth += 1
-        elif self.depth and (tag in self.SKIP or self.skip or ('class', 'headerlink') in attrs): self.skip += 1
-        elif self.depth and tag in self.ANCHORED and dict(attrs).get('id'): self.anchors[dict(attrs)['id']] = self.size
-
-    def handle_endtag(self, tag):
-        if tag == 'article': self.depth -= 1
-        elif self.skip: self.skip -= 1
-
-    def handle_startendtag(self, tag, attrs): pass
-
-    def handle_data(self, data):
-        words = ' '.join(data.split())
-        if self.depth and not self.skip and words:
-            self.parts.append(words + ' ')
-            self.size += len(words) + 1
+    it each API entry (`dt`) and section starts (its `id` -> offset). One regular expression splits the page into
+    tags and text (a Python call per tag of an HTML parser was most of the time: the highlighted code is a span per
+    token); a self-closing tag opens nothing."""
+    depth = skip = size = 0
+    parts, anchors = [], {}
+    for m in _TOKENS.finditer(page):
+        tok = m.group(0)
+        if tok[0] != '<' or tok == '<':
+            words = ' '.join((html_unescape(tok) if '&' in tok else tok).split())
+            if depth and not skip and words:
+                parts.append(words + ' ')
+                size += len(words) + 1
+            continue
+        tag = m.group(3)
+        if tag is None or m.group(5): continue              # comment, script/style, declaration; self-closing
+        tag = tag.lower()
+        if m.group(2):                                      # an end tag
+            if tag == 'article': depth -= 1
+            elif skip: skip -= 1
+            continue
+        raw = m.group(4)
+        if tag == 'article': depth += 1
+        elif depth and (tag in SKIP or skip or ('headerlink' in raw and _attrs(raw).get('class') == 'headerlink')):
+            skip += 1
+        elif depth and tag in ANCHORED and (i := _attrs(raw).get('id')): anchors[i] = size
+    return ''.join(parts), anchors
 
 
 def write_search_text(out: Path) -> int:
@@ -433,9 +451,7 @@ def write_search_text(out: Path) -> int:
     for page in sorted(out.rglob('*.html')):
         rel = page.relative_to(out).with_suffix('').as_posix()
         if rel in ('search', 'genindex', 'py-modindex') or rel.startswith('_'): continue
-        parser = _PageText()
-        parser.feed(page.read_text(encoding='utf-8'))
-        texts[rel] = [''.join(parser.parts), parser.anchors]
+        texts[rel] = list(page_text(page.read_text(encoding='utf-8')))
     body = 'window.CK_SEARCH_TEXT = ' + json.dumps(texts, ensure_ascii=False, sort_keys=True) + ';\n'
     (out/'_static'/docs_conf.SEARCH_TEXT).write_text(body, encoding='utf-8')
     return len(texts)
