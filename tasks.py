@@ -81,6 +81,12 @@ def install_inputs():
     return [ROOT/'pyproject.toml', PLUGIN_PKG/'pyproject.toml', *sorted(PLUGIN_PKG.glob('*.py'))]
 
 
+def pip_install(*args) -> list:
+    # --no-compile: no bytecode for the thousands of modules installed (torch, transformers) that no run imports; Python
+    # writes it for those it does import, on their first import (pip's compiling was most of torch's install time)
+    return [BIN/'python', '-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', '--no-compile', *args]
+
+
 def pip(*args, what):
     "pip install with one console line per package it collects and per phase (with timing); the full output goes to .venv/setup.log."
     t0, seen = time.monotonic(), [0]
@@ -94,10 +100,7 @@ def pip(*args, what):
         elif line.startswith('ERROR'):
             print(f'  {line}', flush=True)
     print(f'{what} ...', flush=True)
-    # --no-compile: no bytecode for the thousands of modules installed (torch, transformers) that no run imports; Python
-    # writes it for those it does import, on their first import (pip's compiling was most of torch's install time)
-    rc = logged([BIN/'python', '-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', '--no-compile',
-                 *args], SETUP_LOG, on_line=show)
+    rc = logged(pip_install(*args), SETUP_LOG, on_line=show)
     if rc: fail_with_log(f'installing {what} failed', SETUP_LOG)
     step(f'  done: {what} ({seen[0]} new or updated)', t0)
 
@@ -115,14 +118,20 @@ def setup():
     constraints = VENV/'constraints.txt'
     constraints.write_text('\n'.join(DEV_CONSTRAINTS) + '\n')
     pip('--upgrade', 'pip', what='pip')
+    # the test suite's example plugin is built (pip's isolated build: seconds, mostly waiting) while the rest installs
+    shutil.rmtree(TESTPLUGINS, ignore_errors=True)
+    plugin_log = VENV/'setup-plugin.log'
+    with open(plugin_log, 'w') as f:
+        plugin = subprocess.Popen([str(c) for c in pip_install('--no-deps', '--target', TESTPLUGINS, PLUGIN_PKG)], cwd=ROOT,
+                                  stdout=f, stderr=subprocess.STDOUT)
     pip('-c', constraints, *DEV_CONSTRAINTS, what='the development torch wheel (CPU)')
     pip('-c', constraints, '-e', f'{ROOT}[{EXTRAS}]', what=f'calibkit (editable) with extras {EXTRAS}')
     # an older setup installed the example plugin into .venv: remove it, it belongs to the test runs only
     if list(VENV.glob('lib*/*/site-packages/calibkit_example_plugin-*.dist-info')):
         logged([BIN/'python', '-m', 'pip', 'uninstall', '-y', 'calibkit-example-plugin'], SETUP_LOG)
-    shutil.rmtree(TESTPLUGINS, ignore_errors=True)
-    pip('--no-deps', '--target', TESTPLUGINS, PLUGIN_PKG, what=f'the test suite\'s example plugin into {TESTPLUGINS.name}/')
+    if plugin.wait(): fail_with_log('installing the test suite\'s example plugin failed', plugin_log)
     shutil.rmtree(PLUGIN_PKG/'build', ignore_errors=True)
+    print(f'  done: the test suite\'s example plugin into {TESTPLUGINS.name}/ (built beside the installs above)', flush=True)
     STAMP.write_text(digest)
     step('setup done', t0)
 
