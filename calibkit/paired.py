@@ -59,9 +59,9 @@ def _segment_metrics(st: BinStats, seg: np.ndarray) -> np.ndarray:
 RESAMPLE_EVENTS = 1 << 16   # events of the resamples binned at once (several small resamples share numpy's calls)
 
 def _selective_rows(m: np.ndarray, s: np.ndarray, cov: np.ndarray) -> np.ndarray:
-    """`_selective_values` (AURC, E-AURC, AUGRC, AUROC, PRR, the risk at `cov`) of several rankings at once, one per row:
-    each run's events `m` and correct events `s` (integers, most confident run first; a run with m = 0 is no run and
-    adds nothing). AUROC and PRR NaN when undefined. Shape (rows, 5 + len(cov))."""
+    """`_selective_values` (AURC, E-AURC, AUGRC, AUROC, PRR, the risk at `cov`) of several rankings at once, one per
+    row: each run's events `m` and correct events `s` (integers, most confident run first; a run with m = 0 is no run
+    and adds nothing). AUROC and PRR NaN when undefined. Shape (rows, 5 + len(cov))."""
     dot = lambda a, b: np.einsum('ij,ij->i', a, b)               # a row-wise Σ, no temporary
     m, s = m.astype(np.float64), s.astype(np.float64)
     e = m - s
@@ -271,9 +271,10 @@ def _uniform_multinomial(g, n: int, b: int, rows: int) -> np.ndarray:
     return x
 
 def _blb(models: list, n_units: int, spec: dict, cov, n_keys: int, n_samples: int, rng) -> tuple[np.ndarray, list]:
-    """The bag of little bootstraps: per subset (of `_blb_shape(n_samples)`), `_Sorted.values` of every model (`_Units`) on the
-    subset's own estimate (row 0: each of its b units weighted ⌊n/b⌋ or one more, n in all) and on r resamples (rows
-    1..r: Multinomial(n, uniform over the b units)), shape (subsets, 1 + r, models, `n_keys`); and each model's b.
+    """The bag of little bootstraps: per subset (of `_blb_shape(n_samples)`), `_Sorted.values` of every model
+    (`_Units`) on the subset's own estimate (row 0: each of its b units weighted ⌊n/b⌋ or one more, n in all) and on
+    r resamples (rows 1..r: Multinomial(n, uniform over the b units)), shape (subsets, 1 + r, models, `n_keys`); and
+    each model's b.
     Paired (`n_units` > 0): the same units and multiplicities for every model; else each model draws its own."""
     s, r = _blb_shape(n_samples)
     gens = rng.spawn(s)                                  # one generator per subset: the same draws on any schedule
@@ -363,7 +364,7 @@ def bootstrap_differences(
     level=None,  # interval level in (0, 1) (default: the settings' ci_level)
     seed=None,  # seed of the resampling (default: the settings' seed)
     blb=None,  # the bag of little bootstraps: None when units × n_samples exceeds `CI_BUDGET`, True/False to force
-    estimates=None,  # each model's metrics on its events, computed already (e.g. its report's): key -> value; None: here
+    estimates=None,  # each model's metrics on its events as computed already (a report's): key -> value; None: here
 ) -> pd.DataFrame:  # one row per (pair, metric): a, b, key, estimate, lo, hi, p_value, method, n_samples
     """Every metric's difference B − A between models, with the `level` percentile interval of the bootstrap and the
     two-sided p-value of 'no difference' that inverts it (p < 1 − level exactly when the interval excludes 0): paired
