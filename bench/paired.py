@@ -15,7 +15,8 @@ exact paired bootstrap as well (about a hundred reports). Also timed: the same c
 from __future__ import annotations
 import argparse, gc, os, platform, time, warnings
 import numpy as np, pandas as pd
-from calibkit.paired import BINNED, _blb_shape, _blb_units, _point, _Sorted, bootstrap_differences
+from calibkit.paired import (BINNED, _blb_shape, _blb_units, _point, _uniform_multinomial, _Units,
+                             bootstrap_differences)
 from calibkit.report import calibration_report
 from calibkit.selective import COVERAGES
 
@@ -66,19 +67,21 @@ def main():
     # one subset's parts, CPU ms (one thread)
     s, r = _blb_shape(a.samples)
     b = _blb_units(n, {'n_bins': 10}, n)
-    md = _Sorted.of(qa, y, np.arange(n), n)
+    md = _Units.of(qa, y, np.arange(n), n)
     cov = np.asarray(COVERAGES, dtype=np.float64)
     g = np.random.default_rng(1)
-    pos = np.full(n, -1)
-    pos[g.choice(n, b, replace=False)] = np.arange(b)
-    cnt = g.multinomial(n, np.full(b, 1 / b), size=r + 1)
-    sub = md.subset(pos, b)
+    sel = g.choice(n, b, replace=False)
+    cnt = _uniform_multinomial(g, n, b, r + 1)
+    sub = md.subset(sel)
+    rows = max(1, 2 * (1 << 16) // len(sub.cs))          # as `_blb` weighs them: chunks of 2^17 events
+    chunked = lambda c: [sub.values(cnt[k:k + rows], {'n_bins': 10}, c) for k in range(0, r + 1, rows)]
     parts = {'one model: every metric on the data (as a report)': lambda: _point(qa, y, {'n_bins': 10}, 'A'),
-             f'draw {b:,} of {n:,} units and {r + 1} multinomials': lambda: (g.choice(n, b, replace=False),
-                                                                           g.multinomial(n, np.full(b, 1 / b), r + 1)),
-             'one model: its subset\'s events': lambda: md.subset(pos, b),
-             f'one model, {r + 1} rows, binned metrics': lambda: sub.values(cnt, {'n_bins': 10}, None),
-             f'one model, {r + 1} rows, binned + selective': lambda: sub.values(cnt, {'n_bins': 10}, cov)}
+             f'draw {b:,} of {n:,} units': lambda: g.choice(n, b, replace=False),
+             f'{r + 1} multinomial rows (Poissonization)': lambda: _uniform_multinomial(g, n, b, r + 1),
+             f'{r + 1} multinomial rows (numpy, for reference)': lambda: g.multinomial(n, np.full(b, 1 / b), r + 1),
+             'one model: its subset\'s events, sorted': lambda: md.subset(sel),
+             f'one model, {r + 1} rows, binned metrics': lambda: chunked(None),
+             f'one model, {r + 1} rows, binned + selective': lambda: chunked(cov)}
     print(f'one subset of {s} ({b:,} units, {r} resamples + its own estimate); each of 2 models:')
     for k, f in parts.items():
         f()

@@ -141,15 +141,16 @@ def compare(models: Mapping,  # name -> events frame (conf, correct; the `id` co
         said += [f'{name}: {w.message}' for w in caught]
     pairs = [(i, j) for i in range(len(models)) for j in range(i + 1, len(models))]
     conf, correct = zip(*(as_pairs(ev) for ev in models.values()))
+    values = [r.all_values() for r in reports.values()]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         d = bootstrap_differences(list(conf), list(correct), items=items, paired=how != 'none', pairs=pairs,
                                   names=list(models), n_bins=n_bins, bin_size=bin_size, n_samples=n_samples,
-                                  level=level, seed=seed)
+                                  level=level, seed=seed,
+                                  estimates=[dict(zip(v.key, v.estimate)) for v in values])   # the reports' own
     said += [str(w.message) for w in caught]
     d.insert(3, 'metric', d.key.map(_names()))
-    m = pd.concat([r.all_values().drop(columns='stage').assign(model=name) for name, r in reports.items()],
-                  ignore_index=True)
+    m = pd.concat([v.drop(columns='stage').assign(model=name) for name, v in zip(reports, values)], ignore_index=True)
     groups = [r.groups.drop(columns='stage').assign(model=name) for name, r in reports.items() if r.groups is not None]
     sizes = {name: len(ev) for name, ev in models.items()}
     if len(set(sizes.values())) > 1:

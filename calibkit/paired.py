@@ -9,15 +9,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import combinations
 import numpy as np, pandas as pd
+from scipy.special import pdtr
 from .config import progress
 from .events import check_bool, check_conf, check_correct, check_int
 from .binning import BinStats, bin_spec, bin_starts, bin_stats, wsum
 from .metrics import _check_samples, _resample_stats, brier
-from .selective import COVERAGES, _runs_ranking, _selective_values, ranking
+from .selective import COVERAGES, _harmonic, _selective_values, ranking
 
 # %% auto #0
-__all__ = ['BINNED', 'RESAMPLE_EVENTS', 'CI_BUDGET', 'BLB_GAMMA', 'BLB_PER_BIN', 'BLB_SUBSETS', 'BLB_RESAMPLES', 'binned_metrics',
-           'bootstrap_differences']
+__all__ = ['BINNED', 'RESAMPLE_EVENTS', 'CI_BUDGET', 'BLB_GAMMA', 'BLB_PER_BIN', 'BLB_SUBSETS', 'BLB_RESAMPLES', 'GUIDE',
+           'binned_metrics', 'bootstrap_differences']
 
 # %% ../nbs/05b_paired.ipynb #758a61ac
 def binned_metrics(
@@ -57,6 +58,38 @@ def _segment_metrics(st: BinStats, seg: np.ndarray) -> np.ndarray:
 # %% ../nbs/05b_paired.ipynb #4aa478d0
 RESAMPLE_EVENTS = 1 << 16   # events of the resamples binned at once (several small resamples share numpy's calls)
 
+def _selective_rows(m: np.ndarray, s: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """`_selective_values` (AURC, E-AURC, AUGRC, AUROC, PRR, the risk at `cov`) of several rankings at once, one per
+    row: each run's events `m` and correct events `s` (integers, most confident run first; a run with m = 0 is no run
+    and adds nothing). AUROC and PRR NaN when undefined. Shape (rows, 5 + len(cov))."""
+    dot = lambda a, b: np.einsum('ij,ij->i', a, b)               # a row-wise Σ, no temporary
+    m, s = m.astype(np.float64), s.astype(np.float64)
+    e = m - s
+    K, E = np.cumsum(m, axis=1), np.cumsum(e, axis=1)
+    n, err = K[:, -1], E[:, -1]
+    good = n - err
+    psi = _harmonic(K)                                         # H_K − γ at each run's end: one ψ per run
+    step = psi.copy()                                          # H_K − H_{K−m}, m = K − (the previous run's K)
+    step[:, 1:] -= psi[:, :-1]
+    step[:, 0] -= _harmonic(0)
+    one = np.flatnonzero(m == 1)
+    step.flat[one] = 1 / K.flat[one]                           # a single event's step, exact (`_harmonic_steps`)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        b = np.divide(e, m, out=np.zeros_like(e), where=m > 0)   # a run's error rate (0 for no run)
+        prev = E - e - (K - m) * b                             # Ē(i) = prev + b·i within the run
+        aurc = (dot(prev, step) + err) / n
+        G = E - e / 2                                          # errors ranked above a run's event, ties counting ½
+        augrc = (dot(m, G) + err / 2) / (n * n)
+        auroc = np.where((err > 0) & (good > 0), 1 - dot(s, G) / (good * err), np.nan)
+    oracle = (err - good * (psi[:, -1] - _harmonic(good))) / n
+    k = np.maximum(1, np.ceil(np.round(cov * n[:, None], 9)))   # the accepted events at each coverage (`_risk_at`)
+    off = np.arange(len(m))[:, None] * (n.max() + 1)            # rows laid one after the other: one search
+    Ko, ko = (K + off).ravel(), (k + off).ravel()
+    j = np.searchsorted(Ko, ko)
+    ej, mj = e.ravel()[j], m.ravel()[j]
+    risk = E.ravel()[j] - ej + (ko - Ko[j] + mj) * (ej / mj)
+    return np.column_stack([aurc, aurc - oracle, augrc, auroc, 2 * auroc - 1, risk.reshape(k.shape) / k])
+
 @dataclass(frozen=True, eq=False)
 class _Sorted:
     "One model's events sorted once by confidence, with each event's resampling unit, for every resample."
@@ -72,13 +105,6 @@ class _Sorted:
         cs = c[o].astype(np.float64)
         return cls(cs, y[o] + (np.int64(1) << 32), np.flatnonzero(np.r_[True, cs[1:] != cs[:-1], True]),
                    unit[o], np.bincount(unit, minlength=n_units).astype(np.int64))
-
-    def subset(self, pos: np.ndarray, b: int) -> '_Sorted':
-        "The events of the units u with `pos[u]` ≥ 0 (`b` of them), renumbered `pos[u]`: already sorted, no sort."
-        keep = pos[self.unit] >= 0
-        cs, unit = self.cs[keep], pos[self.unit[keep]]
-        return _Sorted(cs, self.ys1[keep], np.flatnonzero(np.r_[True, cs[1:] != cs[:-1], True]), unit,
-                       np.bincount(unit, minlength=b).astype(np.int64))
 
     tiles: dict = field(default_factory=dict, repr=False)   # k -> `tiled(k)`, made once
 
@@ -108,14 +134,9 @@ class _Sorted:
         if cov is None: return out
         ends = w.reshape(k, n)                               # events · 2³² + correct up to each run's end...
         if len(self.first) <= n: ends = ends[:, self.first[1:] - 1]   # ...when some run holds more than one event
-        ends = np.diff(ends, axis=1, prepend=np.r_[0, ends[:-1, -1]][:, None])
-        m, s = ends >> 32, ends & 0xFFFFFFFF                 # each run's events and correct events in each resample
-        v, sel = self.cs[self.first[:-1]], []
-        for r in range(k):                                   # a loop over resamples, not events
-            j = np.flatnonzero(m[r])                         # runs with no event in the resample are no runs
-            sel.append(list(_selective_values(_runs_ranking(v[j], m[r, j], s[r, j].astype(np.float64)), cov,
-                                              warn=False).values()))
-        return np.hstack([out, np.array(sel)])
+        ends = np.diff(ends, axis=1, prepend=np.r_[0, ends[:-1, -1]][:, None])[:, ::-1]   # most confident first
+        return np.hstack([out, _selective_rows(ends >> 32, ends & 0xFFFFFFFF, cov)])
+
 
 # %% ../nbs/05b_paired.ipynb #4362e62e
 def _per_model(name: str, v, n_models: int | None = None) -> list:
@@ -198,26 +219,76 @@ def _blb_shape(n_samples: int) -> tuple[int, int]:
     s = max(1, min(BLB_SUBSETS, n_samples // BLB_RESAMPLES))
     return s, n_samples // s
 
+@dataclass(frozen=True)
+class _Units:
+    "One model's events grouped by unit, unsorted: the bag of little bootstraps sorts only each subset's events."
+    c: np.ndarray       # confidences
+    y: np.ndarray       # outcomes
+    order: np.ndarray   # the events' indices, unit by unit
+    start: np.ndarray   # unit u's events are order[start[u]:start[u + 1]]; then the number of events
+
+    @classmethod
+    def of(cls, c: np.ndarray, y: np.ndarray, unit: np.ndarray, n_units: int) -> '_Units':
+        return cls(c, y, np.argsort(unit, kind='stable'), np.r_[0, np.cumsum(np.bincount(unit, minlength=n_units))])
+
+    def subset(self, sel: np.ndarray) -> _Sorted:
+        "The `_Sorted` events of the distinct units `sel`, renumbered 0..len(sel) − 1 in that order."
+        size = self.start[sel + 1] - self.start[sel]
+        unit = np.repeat(np.arange(len(sel)), size)
+        ev = self.order[np.arange(len(unit)) + np.repeat(self.start[sel] - np.r_[0, np.cumsum(size)[:-1]], size)]
+        return _Sorted.of(self.c[ev], self.y[ev], unit, len(sel))
+
+GUIDE = 1 << 16   # cells of the guide table of the inverse-CDF Poisson draws
+
+def _poisson(g, lam: float, shape: tuple) -> np.ndarray:
+    """Poisson(`lam`) draws by inversion, X = min{k : F(k) > U} for U uniform on [0, 1), the search started at a guide
+    table's entry for ⌊U · `GUIDE`⌋ (Chen & Asau 1974): a few operations per draw."""
+    k = np.arange(int(lam + 12 * math.sqrt(lam) + 40))   # the tail beyond (< 10⁻³⁰) is below U's resolution, 2⁻⁵³
+    cdf = pdtr(k, lam)
+    cdf[-1] = 1.0
+    guide = np.searchsorted(cdf, np.arange(GUIDE) / GUIDE, 'right')
+    u = g.random(shape)
+    x = guide[(u * GUIDE).astype(np.intp)]
+    bad = np.flatnonzero(cdf[x] <= u)
+    while len(bad):                                      # about one draw in 2,000 goes past its guide's entry
+        x.flat[bad] += 1
+        bad = bad[cdf[x.flat[bad]] <= u.flat[bad]]
+    return x
+
+def _uniform_multinomial(g, n: int, b: int, rows: int) -> np.ndarray:
+    """`rows` draws of Multinomial(n; 1/b, ..., 1/b), shape (rows, b): b Poisson(λ) counts with λb = n − 4√n, a row
+    drawn again while its sum S exceeds n (about 3 rows in 10⁵), then n − S more events spread uniformly."""
+    lam = max(0.0, n - 4 * math.sqrt(n)) / b
+    x = _poisson(g, lam, (rows, b))
+    total = x.sum(axis=1)
+    over = np.flatnonzero(total > n)
+    while len(over):
+        x[over] = _poisson(g, lam, (len(over), b))
+        total[over] = x[over].sum(axis=1)
+        over = over[total[over] > n]
+    at = np.repeat(np.arange(rows) * b, n - total) + g.integers(0, b, int(n * rows - total.sum()))
+    x.ravel()[:] += np.bincount(at, minlength=rows * b)
+    return x
+
 def _blb(models: list, n_units: int, spec: dict, cov, n_keys: int, n_samples: int, rng) -> tuple[np.ndarray, list]:
-    """The bag of little bootstraps: per subset (of `_blb_shape(n_samples)`), `_Sorted.values` of every model on the
-    subset's own estimate (row 0: each of its b units weighted ⌊n/b⌋ or one more, n in all) and on r resamples (rows
-    1..r: Multinomial(n, uniform over the b units)), shape (subsets, 1 + r, models, `n_keys`); and each model's b.
+    """The bag of little bootstraps: per subset (of `_blb_shape(n_samples)`), `_Sorted.values` of every model
+    (`_Units`) on the subset's own estimate (row 0: each of its b units weighted ⌊n/b⌋ or one more, n in all) and on
+    r resamples (rows 1..r: Multinomial(n, uniform over the b units)), shape (subsets, 1 + r, models, `n_keys`); and
+    each model's b.
     Paired (`n_units` > 0): the same units and multiplicities for every model; else each model draws its own."""
     s, r = _blb_shape(n_samples)
     gens = rng.spawn(s)                                  # one generator per subset: the same draws on any schedule
     out = np.empty((s, 1 + r, len(models), n_keys))
-    bs = [_blb_units(n_units or len(md.size), spec, len(md.cs)) for md in models]
+    bs = [_blb_units(n_units or len(md.start) - 1, spec, len(md.c)) for md in models]
     def draw(g, n, b):
-        pos = np.full(n, -1, dtype=np.int64)
-        pos[g.choice(n, b, replace=False)] = np.arange(b)
         even = n // b + (np.arange(b) < n % b)              # as even as integers go, n in all
-        return pos, np.vstack([even, g.multinomial(n, np.full(b, 1 / b), size=r)])
+        return g.choice(n, b, replace=False), np.vstack([even, _uniform_multinomial(g, n, b, r)])
     def subset(j):
         shared = draw(gens[j], n_units, bs[0]) if n_units else None
         for i, md in enumerate(models):
-            pos, cnt = shared or draw(gens[j], len(md.size), bs[i])
-            sub = md.subset(pos, bs[i])
-            step = max(1, RESAMPLE_EVENTS * 16 // len(sub.cs))   # rows weighed at once: bounded memory
+            sel, cnt = shared or draw(gens[j], len(md.start) - 1, bs[i])
+            sub = md.subset(sel)
+            step = max(1, 2 * RESAMPLE_EVENTS // len(sub.cs))   # rows weighed at once: their arrays stay in cache
             for k in range(0, 1 + r, step): out[j, k:k + step, i] = sub.values(cnt[k:k + step], spec, cov)
     _pooled(subset, s, 'bag of little bootstraps')
     return out, bs
@@ -245,6 +316,15 @@ def _check_pairs(pairs, names, n_models: int) -> tuple[list, list]:
         out.append((a, b))
     if not out: raise ValueError('pairs is empty: no difference to compute')
     return out, list(names)
+
+def _check_estimates(estimates, n_models: int) -> list:
+    "Each model's metrics given (`bootstrap_differences`' `estimates`): every binned and selective key, each a number."
+    every = [*BINNED, 'aurc', 'e_aurc', 'augrc', 'auroc', 'prr', *(f'risk@{c:g}' for c in COVERAGES)]
+    est = _per_model('estimates', estimates, n_models)
+    for i, e in enumerate(est):
+        lack = [k for k in every if not isinstance(e, dict) or not isinstance(e.get(k), (int, float))]
+        if lack: raise ValueError(f'estimates[{i}] must map every metric key to its value, lacks {lack}')
+    return [{k: float(e[k]) for k in every} for e in est]
 
 def _check_keys(keys, every: list) -> list:
     "The metric keys asked for, each known and once."
@@ -284,6 +364,7 @@ def bootstrap_differences(
     level=None,  # interval level in (0, 1) (default: the settings' ci_level)
     seed=None,  # seed of the resampling (default: the settings' seed)
     blb=None,  # the bag of little bootstraps: None when units × n_samples exceeds `CI_BUDGET`, True/False to force
+    estimates=None,  # each model's metrics on its events as computed already (a report's): key -> value; None: here
 ) -> pd.DataFrame:  # one row per (pair, metric): a, b, key, estimate, lo, hi, p_value, method, n_samples
     """Every metric's difference B − A between models, with the `level` percentile interval of the bootstrap and the
     two-sided p-value of 'no difference' that inverts it (p < 1 − level exactly when the interval excludes 0): paired
@@ -295,23 +376,25 @@ def bootstrap_differences(
     n_samples, level, seed = _check_samples(n_samples, level, seed)
     data, units, n_units = _models(conf, correct, items, paired)
     pairs, names = _check_pairs(pairs, names, len(data))
-    est = [_point(c, y, spec, f'conf[{i}]') for i, (c, y) in enumerate(data)]
+    est = ([_point(c, y, spec, f'conf[{i}]') for i, (c, y) in enumerate(data)] if estimates is None else
+           _check_estimates(estimates, len(data)))
     every = list(est[0])
     keys = every if keys is None else _check_keys(keys, every)
     n_binned = len(BINNED)
     cov = np.asarray(COVERAGES, dtype=np.float64) if any(every.index(k) >= n_binned for k in keys) else None
-    models = [_Sorted.of(c, y, u, n_units or int(u.max()) + 1) for (c, y), u in zip(data, units)]
-    for i, md in enumerate(models):
-        if len(md.size) * int(md.size.max()) >= 2**31:
-            raise ValueError(f'conf[{i}]: a resample could hold 2**31 events or more ({len(md.size):,} units of up '
-                             f'to {int(md.size.max()):,} events): too many to resample')
+    sizes = [np.bincount(u, minlength=n_units) for u in units]   # events per unit
+    for i, size in enumerate(sizes):
+        if len(size) * int(size.max()) >= 2**31:
+            raise ValueError(f'conf[{i}]: a resample could hold 2**31 events or more ({len(size):,} units of up '
+                             f'to {int(size.max()):,} events): too many to resample')
     col = [every.index(k) for k in keys]
     e = np.array([[v[k] for k in keys] for v in est])
     a, b = np.array(pairs).T
     d = e[b] - e[a]                                           # (pairs, keys)
+    if blb is None: blb = (n_units or max(map(len, sizes))) * n_samples > CI_BUDGET
+    models = [(_Units if blb else _Sorted).of(c, y, u, len(size)) for (c, y), u, size in zip(data, units, sizes)]
     args = (models, n_units, spec, cov, len(every) if cov is not None else n_binned, n_samples,
             np.random.default_rng(seed))
-    if blb is None: blb = (n_units or max(len(md.size) for md in models)) * n_samples > CI_BUDGET
     how = 'paired' if paired else 'unpaired'
     if blb:
         reps, bs = _blb(*args)

@@ -34,6 +34,18 @@ def test_differences_are_the_reports_estimates_subtracted():
     assert c.meta['paired'] == 'id' and c.meta['n_items'] == len(over)
 
 
+def test_differences_shared_estimates_equal_bootstrap_differences():
+    "compare passes its reports' metrics to bootstrap_differences: the same result as letting it measure them."
+    from calibkit.paired import bootstrap_differences
+    over, fixed = _events()
+    d = compare({'over': over, 'fixed': fixed}, n_samples=N_SAMPLES, seed=3).differences
+    alone = bootstrap_differences([over.conf.to_numpy(), fixed.conf.to_numpy()],
+                                  [over.correct.to_numpy(), fixed.correct.to_numpy()],
+                                  items=[over['item'].to_numpy()] * 2, names=['over', 'fixed'],
+                                  n_samples=N_SAMPLES, seed=3)
+    pd.testing.assert_frame_equal(d.drop(columns='metric'), alone)
+
+
 def test_swapped_models_negate_the_differences():
     over, fixed = _events()
     d1 = compare({'over': over, 'fixed': fixed}, n_samples=N_SAMPLES).differences.set_index('key')

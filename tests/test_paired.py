@@ -2,7 +2,8 @@
 import os, time, warnings
 import numpy as np, pandas as pd, pytest
 from calibkit.binning import bin_stats
-from calibkit.paired import BINNED, _replicates, _Sorted, binned_metrics, bootstrap_differences
+from calibkit.paired import (BINNED, _point, _poisson, _replicates, _Sorted, _uniform_multinomial, binned_metrics,
+                             bootstrap_differences)
 from calibkit.report import METRICS, SELECTIVE, metric_rows, stage_stats
 from calibkit.selective import COVERAGES, selective_summary
 
@@ -170,11 +171,48 @@ def test_undefined_resampled_values_are_said():
     (dict(n_samples=1), ValueError, 'n_samples'),
     (dict(n_bins=3), ValueError, 'n_bins'),
     (dict(bin_size=1), ValueError, 'bin_size and n_bins'),
+    (dict(estimates={'brier': 0.1}), TypeError, 'estimates must be a list'),
+    (dict(estimates=[{}, {}]), ValueError, r'estimates\[0\] must map every metric key'),
 ])
 def test_bad_inputs(kw, err, match):
     args = dict(conf=[[.5, .6], [.4, .7]], correct=[[1, 0], [1, 0]], n_samples=5, n_bins=1) | kw
     with pytest.raises(err, match=match):
         bootstrap_differences(args.pop('conf'), args.pop('correct'), **args)
+
+
+def test_given_estimates_are_used_as_computed():
+    "The models' metrics passed as `estimates` (as a report computes them) give the same result as computing them."
+    q, qb, y = model_pair(3)
+    est = [_point(c, y, {'n_bins': 10}, 'x') for c in (q, qb)]
+    kw = dict(n_samples=100, seed=4, n_bins=10)
+    pd.testing.assert_frame_equal(bootstrap_differences([q, qb], [y, y], estimates=est, **kw),
+                                  bootstrap_differences([q, qb], [y, y], **kw))
+    moved = [est[0], est[1] | {'brier': est[1]['brier'] + 1}]   # the estimate given is the one used
+    got = bootstrap_differences([q, qb], [y, y], estimates=moved, keys='brier', **kw)
+    assert got.estimate[0] == pytest.approx(est[1]['brier'] + 1 - est[0]['brier'], abs=1e-15)
+
+
+@pytest.mark.parametrize('lam', [0.0, 0.7, 63.1, 400.0])
+def test_poisson_by_inversion_is_the_searchsorted_inverse(lam):
+    from scipy.special import pdtr
+    u = np.random.default_rng(1).random((5, 3000))
+    cdf = pdtr(np.arange(int(lam + 12 * lam ** 0.5 + 40)), lam)
+    assert cdf[-1] == 1.0
+    np.testing.assert_array_equal(_poisson(np.random.default_rng(1), lam, (5, 3000)), np.searchsorted(cdf, u, 'right'))
+
+
+@pytest.mark.parametrize('n, b', [(10**6, 15_849), (2000, 7), (3, 5)])
+def test_uniform_multinomial_moments(n, b):
+    "Rows sum to n exactly; cell means n/b, variances n p (1 − p), covariances −n p² (p = 1/b) within 5 standard errors."
+    x = _uniform_multinomial(np.random.default_rng(n), n, b, 4000 if n < 10**6 else 40)
+    assert (x.sum(axis=1) == n).all() and (x >= 0).all()
+    p, r = 1 / b, len(x)
+    assert abs(x.mean() - n * p) <= 5 * (n * p * (1 - p) / x.size) ** 0.5
+    v = x.var(axis=0, ddof=1).mean()                     # the cells' variance, pooled
+    assert abs(v - n * p * (1 - p)) <= 5 * n * p * (1 - p) * (2 / (r * min(b, 50))) ** 0.5 + 1e-12
+    if n < 10**6:
+        c = np.cov(x[:, 0], x[:, 1])[0, 1]
+        assert abs(c + n * p * p) <= 5 * n * p * (1 - p) / r ** 0.5
 
 
 def test_p_value_inverts_the_interval():
