@@ -199,7 +199,7 @@ class EqualMass(NamedTuple):
 
 def _equal_mass(parts, spec: dict, groups=None, moments=False, sketch=None, capped=False) -> list[EqualMass | None]:
     """Equal-mass bins per group (None for a group without events) from the merged digests; `spec`: `n_bins` or
-    `bin_size` (`capped`: at most a group's events). With `moments`, a second pass sums the bins again, with Σq², Σqy."""
+    `bin_size` (`capped`: at most a group's events). With `moments`, a second pass sums the bins with Σq², Σqy."""
     k = check_int('sketch', SKETCH if sketch is None else sketch, 1)
     bad, acc, unknown = _tree([dask.delayed(_digest_block)(p, k, groups) for p in parts], (np.add, _merged, _unknown))
     n = _check_bad(bad)
