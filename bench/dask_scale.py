@@ -1,6 +1,6 @@
 """calibkit.dask at scale, on a LocalCluster of 2 worker processes (1 thread each).
 
-    .venv/bin/python bench/dask_scale.py --big 0        # 10^7: agreement with the in-memory functions, rank errors
+    .venv/bin/python bench/dask_scale.py --big 0        # 10^7: certificates against the in-memory functions, rank errors
     .venv/bin/python bench/dask_scale.py --ranks 0      # 2x10^8 in bounded memory (a process of its own: peak RSS)
 
 Prints markdown tables (pasted into bench/README.md, section "Dask"). Events are generated lazily,
@@ -37,7 +37,7 @@ def timed(f, repeat=1):
 
 
 def rank_errors(client, n=10**7, chunk=1_250_000, n_bins=10):
-    "Realised rank error of the edges: calibkit's sketch vs dask.array.percentile at the target quantiles."
+    "Realised rank error of the edges: the stream's digest (k = 1024 and the default) vs dask.array.percentile."
     rows = []
     q, y = events(n, chunk, seed=7)
     qn, yn = dask.compute(q, y)
@@ -49,19 +49,22 @@ def rank_errors(client, n=10**7, chunk=1_250_000, n_bins=10):
         dc, dy = da.from_array(c, chunks=chunk), da.from_array(yy, chunks=chunk)
         edges = da.percentile(dc, 100 * starts[1:] / n, method='lower').compute()
         dask_err = np.abs(np.searchsorted(cs, edges, 'left') - starts[1:]).max()
-        small = ckd.equal_mass_error(ckd.equal_mass_stats(dc, dy, n_bins=n_bins, sketch=1024), n_bins=n_bins)
-        st, t = timed(lambda: ckd.equal_mass_stats(dc, dy, n_bins=n_bins))
-        err = ckd.equal_mass_error(st, n_bins=n_bins)
+        small = ckd.equal_mass(dc, dy, n_bins=n_bins, sketch=1024)
+        em, t = timed(lambda: ckd.equal_mass(dc, dy, n_bins=n_bins))
         exact = M.calib_mse(c, yy, n_bins=n_bins)
-        rows.append((order, int(dask_err), int(small.rank_error.max()), int(err.rank_error.max()), st.sq_error(), exact,
-                     err.calib_mse, t))
+        assert em.calib_mse.lower <= exact <= em.calib_mse.upper and small.calib_mse.lower <= exact <= small.calib_mse.upper
+        rows.append((order, int(dask_err), int(np.abs(small.rank_error).max()), int(small.rank_bound.max()),
+                     int(np.abs(em.rank_error).max()), int(em.rank_bound.max()), em.calib_mse, exact, t))
         del cs, dc, dy
     print(f'\n### Max rank error of equal-mass edges (events), N = {n:.0e}, {n // chunk} partitions, {n_bins} bins of {n // n_bins} events\n')
-    k = ckd.sketch_size(n // chunk)
-    print(f'| partitions | da.percentile at the 9 targets | sketch k = 1024 (N/2k = {n / 2048:.0f}) | default sketch k = {k} (N/2k = {n / 2 / k:.0f}) '
-          '| CalibMSE, default sketch | CalibMSE in memory | certified bound | time, default (s) |')
+    k = ckd.SKETCH
+    print(f'| partitions | da.percentile at the 9 targets | digest k = 1024 (N/2k = {n / 2048:.0f}): error / bound '
+          f'| default digest k = {k} (N/2k = {n / 2 / k:.0f}): error / bound '
+          '| CalibMSE, default digest [certified interval] | CalibMSE in memory | half-width | time, default (s) |')
     print('|---|---|---|---|---|---|---|---|')
-    for r in rows: print(f'| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.6f} | {r[5]:.6f} | ±{r[6]:.1e} | {r[7]:.1f} |')
+    for r in rows:
+        print(f'| {r[0]} | {r[1]} | {r[2]} / {r[3]} | {r[4]} / {r[5]} | {r[6].value:.6f} [{r[6].lower:.6f}, {r[6].upper:.6f}] '
+              f'| {r[7]:.6f} | {100 * r[6].half_width / r[6].value:.2g}% | {r[8]:.1f} |')
     fw = ckd.fixed_width_stats(da.from_array(qn, chunks=chunk), da.from_array(yn, chunks=chunk), n_bins=15)
     ref = B.fixed_width_stats(qn, yn, n_bins=15)
     print(f'\nfixed-width (15 bins) at N = {n:.0e}: counts identical: {bool((fw.n == ref.n).all())}; '
@@ -74,18 +77,23 @@ def big(client, n, chunk):
     base = client.run(rss_mb)
     client_base = rss_mb()
     _, t_gen = timed(lambda: dask.compute(q.sum(), y.sum()), repeat=2)
-    bins, t_em = timed(lambda: B.equal_mass_bins(q, y, n_bins=10), repeat=2)
-    _, t_fw = timed(lambda: M.ece(q, y, n_bins=15, binning='fixed_width'), repeat=2)
+    em, t_em = timed(lambda: ckd.equal_mass(q, y, n_bins=10), repeat=2)
+    emm, t_emm = timed(lambda: ckd.equal_mass(q, y, n_bins=10, moments=True), repeat=2)
+    _, t_fw = timed(lambda: M.ece(ckd.fixed_width_stats(q, y, n_bins=15)), repeat=2)
     peaks = client.run(peak_mb)
-    st_err = ckd.equal_mass_error(B.BinStats(bins.n.to_numpy(), (bins.conf * bins.n).to_numpy(), (bins.acc * bins.n).to_numpy(),
-                                             bins.lo.to_numpy(), bins.hi.to_numpy()), n_bins=10)
+    assert (emm.stats.n == em.stats.n).all()
+    bins = B.bin_table(em.stats)
     print(f'\n### {n:.0e} events, lazily generated in {n // chunk} chunks of {chunk:.0e}, LocalCluster: 2 worker processes x 1 thread\n')
     print('| what | value |\n|---|---|')
     print(f'| generating the events only (1 pass: their sums) | {t_gen:.1f} s |')
-    print(f'| equal-mass bins table (2 passes) | {t_em:.1f} s ({n / t_em / 1e6:.1f} M events/s) |')
+    print(f'| equal-mass bins and certificate (1 pass: digests) | {t_em:.1f} s ({n / t_em / 1e6:.1f} M events/s) |')
+    print(f'| the same with moments (2 passes) | {t_emm:.1f} s ({n / t_emm / 1e6:.1f} M events/s) |')
     print(f'| fixed-width ECE (1 pass) | {t_fw:.1f} s ({n / t_fw / 1e6:.1f} M events/s) |')
-    print(f'| CalibMSE | {float(((bins.conf - bins.acc) ** 2 * bins.n).sum() / n):.6f} |')
-    print(f'| max rank error of the edges | {int(st_err.rank_error.max())} of {n // 10} events per bin (k = {ckd.sketch_size(n // chunk)}: N/2k = {n / 2 / ckd.sketch_size(n // chunk):.0f}) |')
+    c, e = em.calib_mse, em.ece
+    print(f'| CalibMSE [certified interval] | {c.value:.6f} [{c.lower:.6f}, {c.upper:.6f}] (±{100 * c.half_width / c.value:.2g}%) |')
+    print(f'| ECE [certified interval] | {e.value:.6f} [{e.lower:.6f}, {e.upper:.6f}] |')
+    print(f'| max rank error of the edges / stated bound | {int(np.abs(em.rank_error).max())} / {int(em.rank_bound.max())} '
+          f'of {n // 10} events per bin (k = {ckd.SKETCH}: N/2k = {n / 2 / ckd.SKETCH:.0f}) |')
     for w, p in peaks.items():
         print(f'| worker {w.split(":")[-1]} peak RSS − start RSS | {p - base[w]:.0f} MB (peak {p:.0f} MB) |')
     print(f'| client peak RSS − start RSS | {peak_mb() - client_base:.0f} MB |')

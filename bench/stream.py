@@ -18,7 +18,7 @@ Throughput counts update time only (generation excluded), beside `np.sort` of th
 a time). For N <= 10^7 the in-memory metrics are computed too (all events at once, in the parent process) and the
 certified interval is checked to contain them.
 """
-import argparse, json, subprocess, sys, time
+import argparse, json, os, subprocess, sys, time
 import numpy as np
 
 CHUNK = 10**6
@@ -60,74 +60,87 @@ STREAMS = {'miscalibrated': lambda q, u: u < q ** 1.3,         # over-confident,
            'near-calibrated': lambda q, u: u < 0.99 * q}      # one per cent over-confident
 
 
-def shards(n, n_shards, stream, seed=7):
-    "The events of each shard in turn (a list of chunks of at most CHUNK), generated lazily from a fixed seed."
+def shards(n, n_shards, seed=7):
+    "Each shard's events in turn: chunks (q, u) of at most CHUNK, generated lazily from a fixed seed; y = STREAMS(q, u)."
     rng, size = np.random.default_rng(seed), n // n_shards
     for _ in range(n_shards):
         out = []
         for s in range(0, size, CHUNK):
             m = min(CHUNK, size - s)
             q = np.sqrt(rng.random(m)) * (0.4 + 0.6 * rng.random(m))
-            out.append((q, STREAMS[stream](q, rng.random(m)).astype(np.uint8)))
+            out.append((q, rng.random(m)))
         yield out
 
 
-def certify(n, n_shards, stream, kll_k):
-    "Stream n events as n_shards accumulators merged into one; the same with KLL; then a second pass for the truth."
+def certify(n, n_shards, streams, kll_k):
+    """Stream n events as n_shards accumulators merged into one, per stream; KLL beside them; then a second pass for
+    the truth. The streams share their confidences (only the outcomes differ), so one generation, one KLL sketch and
+    one second pass serve them all; each stream's update + merge is timed on its own."""
     import datasketches
     from calibkit.stream import CalibrationStream, _choose_cuts
     from calibkit.binning import bin_starts
-    total, kll = CalibrationStream(10), datasketches.kll_doubles_sketch(kll_k)
-    t_ours = t_kll = 0.0
-    for part in shards(n, n_shards, stream):
-        t = time.perf_counter()
-        acc = CalibrationStream(10)
-        for q, y in part: acc.update(q, y)
-        total.merge(acc)                                   # one merge per shard
-        t_ours += time.perf_counter() - t
+    total = {s: CalibrationStream(10) for s in streams}
+    secs, kll, t_kll, t0 = dict.fromkeys(streams, 0.0), datasketches.kll_doubles_sketch(kll_k), 0.0, time.time()
+    for part in shards(n, n_shards):
+        for s in streams:
+            ys = [STREAMS[s](q, u).astype(np.uint8) for q, u in part]
+            t = time.perf_counter()
+            acc = CalibrationStream(10)
+            for (q, _), y in zip(part, ys): acc.update(q, y)
+            total[s].merge(acc)                            # one merge per shard
+            secs[s] += time.perf_counter() - t
         t = time.perf_counter()
         sk = datasketches.kll_doubles_sketch(kll_k)
         for q, _ in part: sk.update(q)
         kll.merge(sk)
         t_kll += time.perf_counter() - t
-    r = total.compute()
-    d = total._digests[0]
+    t1 = time.time()
     s = bin_starts(n, n_bins=10)
-    cuts = _choose_cuts(d, s)
-    ours_v = d.lo[np.minimum(cuts.index, len(d.n) - 1)]
     kll_v = np.array([kll.get_quantile(x / n) for x in s[1:]])
+    kll_bytes = len(kll.serialize())
+    rows = []
+    for st in streams:
+        r, d = total[st].compute(), total[st]._digests[0]
+        cuts = _choose_cuts(d, s)
+        c = np.r_[0, np.cumsum(d.n)]
+        i = np.searchsorted(c, s[1:], 'right') - 1           # the cell holding each exact start
+        rows.append(dict(r=r, d=d, cuts=cuts, c=c, i=i, lo=d.lo[i], hi=d.hi[i],
+                         ours_v=d.lo[np.minimum(cuts.index, len(d.n) - 1)], below_ours=np.zeros(9, np.int64),
+                         seg=np.zeros((3, 19)), inside=[[] for _ in range(9)]))
     # the second pass: exact ranks of both sketches' edges, and the exact equal-mass bins (the cells holding the
     # exact starts are collected whole and sorted: continuous confidences, no ties at a start)
-    c = np.r_[0, np.cumsum(d.n)]
-    i = np.searchsorted(c, s[1:], 'right') - 1               # the cell holding each exact start
-    lo, hi = d.lo[i], d.hi[i]
-    below_ours, below_kll = np.zeros(9, np.int64), np.zeros(9, np.int64)
-    seg = np.zeros((3, 19))                                  # n, Σq, Σy between and inside the start cells
-    inside = [[] for _ in range(9)]
-    for part in shards(n, n_shards, stream):
-        for q, y in part:
+    below_kll = np.zeros(9, np.int64)
+    for part in shards(n, n_shards):
+        for q, u in part:
             qs = np.sort(q)
-            below_ours += np.searchsorted(qs, ours_v, 'left')
             below_kll += np.searchsorted(qs, kll_v, 'left')
-            j = np.searchsorted(np.c_[lo, np.nextafter(hi, 2)].ravel(), q, 'right')   # even: between, odd: inside
-            for w, v in enumerate((np.ones_like(q), q, y.astype(np.float64))): seg[w] += np.bincount(j, v, 19)
-            for jj in np.unique(j[j % 2 == 1]): inside[jj // 2].append(np.c_[q[j == jj], y[j == jj]])
-    D, nn = np.zeros(10), np.zeros(10)
-    for b in range(10):                                      # bin b: segment 2b plus its start cells' parts
-        nn[b], D[b] = seg[0, 2 * b], seg[1, 2 * b] - seg[2, 2 * b]
-    for jj in range(9):
-        e = np.concatenate(inside[jj]); e = e[np.argsort(e[:, 0], kind='stable')]
-        m = s[jj + 1] - c[i[jj]]                              # of the cell's events, the lowest m are below the start
-        nn[jj] += m; D[jj] += (e[:m, 0] - e[:m, 1]).sum()
-        nn[jj + 1] += len(e) - m; D[jj + 1] += (e[m:, 0] - e[m:, 1]).sum()
-    exact = dict(calib_mse=float((D * D / nn).sum() / n), ece=float(np.abs(D).sum() / n))
-    kll_bytes = len(kll.serialize())
-    return dict(n=n, shards=n_shards, stream=stream, seconds_ours=t_ours, seconds_kll=t_kll, nbytes=total.nbytes,
-                cells=len(d.n), kll_k=kll_k, kll_bytes=kll_bytes, calib_mse=tuple(map(float, r.calib_mse)),
-                ece=tuple(map(float, r.ece)), exact=exact,
-                ours_stated=cuts.moved.tolist(), ours_rank_error=(below_ours - s[1:]).tolist(),
-                ours_claimed=(cuts.below - s[1:]).tolist(),
-                kll_stated=float(kll.normalized_rank_error(False) * n), kll_rank_error=(below_kll - s[1:]).tolist())
+            for st, w in zip(streams, rows):
+                y = STREAMS[st](q, u)
+                w['below_ours'] += np.searchsorted(qs, w['ours_v'], 'left')
+                j = np.searchsorted(np.c_[w['lo'], np.nextafter(w['hi'], 2)].ravel(), q, 'right')   # odd: inside
+                for f, v in enumerate((np.ones_like(q), q, y.astype(np.float64))): w['seg'][f] += np.bincount(j, v, 19)
+                for jj in np.unique(j[j % 2 == 1]): w['inside'][jj // 2].append(np.c_[q[j == jj], y[j == jj]])
+    out = []
+    for st, w in zip(streams, rows):
+        seg, D, nn = w['seg'], np.zeros(10), np.zeros(10)
+        for b in range(10):                                  # bin b: segment 2b plus its start cells' parts
+            nn[b], D[b] = seg[0, 2 * b], seg[1, 2 * b] - seg[2, 2 * b]
+        for jj in range(9):
+            e = np.concatenate(w['inside'][jj]); e = e[np.argsort(e[:, 0], kind='stable')]
+            m = s[jj + 1] - w['c'][w['i'][jj]]               # of the cell's events, the lowest m are below the start
+            nn[jj] += m; D[jj] += (e[:m, 0] - e[:m, 1]).sum()
+            nn[jj + 1] += len(e) - m; D[jj + 1] += (e[m:, 0] - e[m:, 1]).sum()
+        r, cuts = w['r'], w['cuts']
+        out.append(dict(n=n, shards=n_shards, stream=st, seconds_ours=secs[st], seconds_kll=t_kll,
+                        first_pass_s=t1 - t0, second_pass_s=time.time() - t1, nbytes=total[st].nbytes,
+                        cells=len(w['d'].n), kll_k=kll_k, kll_bytes=kll_bytes, calib_mse=tuple(map(float, r.calib_mse)),
+                        ece=tuple(map(float, r.ece)),
+                        exact=dict(calib_mse=float((D * D / nn).sum() / n), ece=float(np.abs(D).sum() / n)),
+                        ours_stated=cuts.moved.tolist(), ours_rank_error=(w['below_ours'] - s[1:]).tolist(),
+                        ours_claimed=(cuts.below - s[1:]).tolist(),
+                        kll_stated=float(kll.normalized_rank_error(False) * n),
+                        kll_rank_error=(below_kll - s[1:]).tolist()))
+    return out
 
 
 def certify_table(rows):
@@ -168,11 +181,15 @@ def main():
     ap.add_argument('--kll-k', type=int, default=40_000, help='with --certify: KLL k (about equal memory at 1e9)')
     a = ap.parse_args()
     if a.certify:
-        rows = []
-        for stream in a.streams.split(','):
-            rows.append(certify(int(a.certify), a.shards, stream, a.kll_k))
-            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        load0, t0 = os.getloadavg(), time.strftime('%Y-%m-%d %H:%M', time.gmtime())
+        rows = certify(int(a.certify), a.shards, a.streams.split(','), a.kll_k)
+        for r in rows: print(json.dumps(r), file=sys.stderr, flush=True)
         certify_table(rows)
+        r = rows[0]
+        print(f"\nRun {t0}–{time.strftime('%H:%M', time.gmtime())} UTC: first pass (generation, every stream's update + merge, "
+              f"KLL) {r['first_pass_s']:.0f} s, second pass (exact ranks and bins) {r['second_pass_s']:.0f} s; load average "
+              f"(1, 5, 15 min) {', '.join(f'{x:.1f}' for x in load0)} at the start, "
+              f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} at the end, on {os.cpu_count()} cores.")
         print(f'\ncalibkit k = 2^14 (default), 10 bins; {a.shards} shards of {int(a.certify) // a.shards:,} events, each '
               f'streamed in chunks of at most {CHUNK:,} and merged into one accumulator; KLL k = {a.kll_k:,}.')
         return

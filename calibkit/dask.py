@@ -15,14 +15,14 @@ import dask.array as da, dask.dataframe as dd
 from dask.callbacks import Callback
 from .events import check_choice, check_group_map, check_int, group_ids, group_slices, numeric_array
 from .binning import BinStats, bin_spec, bin_starts, fixed_width_edges, fixed_width_index, sort_pairs, stats_from_sorted
+from .stream import SKETCH, Bounded, CalibrationStream, _mass_result
 from .recalibrators import HistogramBinning
 from .metrics import group_errors
 from .inputs import EVENT_SUFFIXES, InputError, check_schemas, event_files, show_path
 
 # %% auto #0
-__all__ = ['dask', 'SKETCH_BUDGET', 'MIN_SKETCH', 'PHI', 'sketch_size', 'compute', 'equal_mass_stats', 'fixed_width_stats',
-           'gmce', 'EqualMassError', 'equal_mass_error', 'sample', 'histogram_binning', 'transform', 'read_events',
-           'GroupStats', 'group_stats', 'label_counts']
+__all__ = ['dask', 'compute', 'EqualMass', 'equal_mass', 'equal_mass_stats', 'fixed_width_stats', 'gmce', 'sample',
+           'histogram_binning', 'transform', 'read_events', 'GroupStats', 'group_stats', 'label_counts']
 
 # %% ../nbs/70_dask.ipynb #138869a0
 def _columns(frame, cols):
@@ -113,48 +113,27 @@ def _by_group(c, y, gid, n_groups):
         yield g, c[sl], y[sl]
 
 # %% ../nbs/70_dask.ipynb #981d42da
-# default k: the budget of kept values over all partitions (per group) / P, at least 256
-SKETCH_BUDGET, MIN_SKETCH = 2**22, 256
-PHI = (np.sqrt(5) - 1) / 2   # partition p's grid is shifted by frac(p·PHI) of a step
-
-def _sketch(cs: np.ndarray, k: int, phase: float) -> tuple[np.ndarray, np.ndarray]:
-    """Values of sorted `cs` at the first, the last and k evenly spaced ranks shifted by `phase` of a step, and each
-    one's increment of the estimated count of events <= it."""
-    ranks = np.unique(np.r_[0, ((np.arange(k) + phase) * (len(cs) - 1) / k).astype(np.int64), len(cs) - 1])
-    w = np.diff(ranks, prepend=-1, append=len(cs))     # events from the previous kept rank (excl.) to this one (incl.)
-    return cs[ranks], (w[:-1] + w[1:]) / 2
-
-def sketch_size(
-    n_partitions: int,  # partitions of the data
-    sketch: int | None = None,  # values kept per partition (None: the budget)
-) -> int:
-    "Kept values per partition: `sketch`, or by default the budget of 2^22 over all partitions, at least 256."
-    k = max(MIN_SKETCH, SKETCH_BUDGET // max(1, n_partitions)) if sketch is None else sketch
-    return check_int('sketch', k, 1)
-
-def _summary(part, k: int, phase: float, groups=None):
-    "Pass 1 on one partition: bad-value counts, events per group, and a sketch per group."
+def _digest_block(part, k: int, groups=None):
+    "Pass 1 on one partition: bad-value counts, its events' digest (one per group), events whose label has no group."
     c, y, lab = part
     c, y, bad = _clean(c, y)
-    n_groups = 1 if groups is None else len(groups[1])
-    counts, sketch, unknown = np.zeros(n_groups, np.int64), [None] * n_groups, (0, [])
-    if len(c) == 0: return bad, counts, sketch, unknown          # no events, or bad ones (reported)
+    acc = CalibrationStream(sketch=k, n_groups=None if groups is None else len(groups[1]))
+    if len(c) == 0: return bad, acc, (0, [])                    # no events, or bad ones (reported)
     gid = None
     if groups is not None:
         gid, eg = _assign(lab, groups)
-        if (gid < 0).any(): return bad, counts, sketch, (int(np.count_nonzero(gid < 0)), eg)
-    for g, cg, _ in _by_group(c, y, gid, n_groups):
-        if len(cg) == 0: continue
-        counts[g] = len(cg)
-        sketch[g] = _sketch(np.sort(cg), k, phase)
-    return bad, counts, sketch, unknown
+        if (gid < 0).any(): return bad, acc, (int(np.count_nonzero(gid < 0)), eg)
+    return bad, acc.update(c, y, gid), (0, [])
 
-def _edges(sketches: list, starts: np.ndarray) -> np.ndarray:
-    """Edge of every bin after the first: the first kept value whose estimated count of events <= it reaches its start
-    rank + 1."""
-    v, d = (np.concatenate(x) for x in zip(*[s for s in sketches if s is not None]))
-    o = np.argsort(v, kind='stable')
-    return v[o][np.searchsorted(np.cumsum(d[o]), starts[1:] + 1)]
+def _merged(accs: tuple) -> CalibrationStream:
+    "The partitions' accumulators merged into a new one (`CalibrationStream.merge`: cells added, then compressed)."
+    out = CalibrationStream(sketch=accs[0].sketch, n_groups=accs[0].n_groups)
+    for a in accs: out.merge(a)
+    return out
+
+def _unknown(found: tuple) -> tuple[int, list]:
+    "Events whose label has no group, over partitions, and up to 5 of those labels."
+    return sum(f[0] for f in found), list(dict.fromkeys(l for f in found for l in f[1]))[:5]
 
 # %% ../nbs/70_dask.ipynb #872c9f7b
 def _equal_mass_block(part, edges: list, groups, moments: bool):
@@ -179,10 +158,12 @@ def _equal_mass_block(part, edges: list, groups, moments: bool):
     return sums, lo, hi
 
 def _combine(ops, *results):
-    return tuple(op.reduce(np.stack(r), axis=0) for op, r in zip(ops, zip(*results)))
+    "Several tasks' results as one: per field, a ufunc's reduction (sums, minima, maxima) or a function of the values."
+    return tuple(op.reduce(np.stack(r), axis=0) if isinstance(op, np.ufunc) else op(r)
+                 for op, r in zip(ops, zip(*results)))
 
 def _tree(tasks: list, ops: tuple, fan_in: int = 16):
-    "Compute per-partition results and combine them up a tree of tasks (`ops`: one ufunc per result field)."
+    "Compute per-partition results and combine them up a tree of tasks (`ops`: a ufunc or a function per field)."
     while len(tasks) > 1:
         tasks = [dask.delayed(partial(_combine, ops))(*tasks[i:i + fan_in]) for i in range(0, len(tasks), fan_in)]
     return compute(tasks[0])[0]
@@ -208,42 +189,63 @@ def compute(
     with _Progress(desc): return dask.compute(*tasks)
 
 # %% ../nbs/70_dask.ipynb #28fa6f41
-def _equal_mass(parts, spec, groups=None, moments=False, sketch=None) -> list[BinStats | None]:
-    "Equal-mass `BinStats` per group (None for a group without events); `spec(n)` gives a group's bin starts."
-    k = sketch_size(len(parts), sketch)
-    phases = (np.arange(len(parts)) * PHI) % 1                 # low-discrepancy grid offsets, one per partition
-    res = compute(*[dask.delayed(_summary)(p, k, u, groups) for p, u in zip(parts, phases)], desc='sketch')
-    n = _check_bad(sum(r[0] for r in res))
-    unknown = sum(r[3][0] for r in res)
-    if unknown:
-        eg = list(dict.fromkeys(l for r in res for l in r[3][1]))[:5]
-        raise ValueError(f'groups: labels of {unknown} of {n} events have no group, e.g. {eg}')
-    counts = np.array([r[1] for r in res])                  # partitions × groups
-    edges = [_edges([r[2][g] for r in res], spec(counts[:, g].sum())) if counts[:, g].sum() else np.empty(0)
-             for g in range(counts.shape[1])]
-    sums, lo, hi = _tree([dask.delayed(_equal_mass_block)(p, edges, groups, moments) for p in parts],
-                         (np.add, np.minimum, np.maximum))
-    off = np.cumsum([0] + [len(e) + 1 for e in edges])
-    lo, hi = np.where(sums[0] > 0, lo, np.nan), np.where(sums[0] > 0, hi, np.nan)   # empty bins: no range
-    out = [_bin_stats(sums[:, a:b], lo[a:b], hi[a:b]) if counts[:, g].sum() else None
-           for g, (a, b) in enumerate(zip(off[:-1], off[1:]))]
-    empty = sum(int((st.n == 0).sum()) for st in out if st is not None)
+class EqualMass(NamedTuple):
+    "Equal-mass bins of dask data from the stream's digest, and what they certify about the exact (in-memory) bins."
+    stats: BinStats          # the bins: unions of the digest's cells, with exact sums
+    calib_mse: Bounded       # CalibMSE of `stats`, with certified bounds on the in-memory CalibMSE
+    ece: Bounded             # ECE (l1) likewise
+    rank_error: np.ndarray   # C_i − s_i: the rank at which bin i starts minus its exact target rank (known exactly)
+    rank_bound: np.ndarray   # the exact start, after the core's tie rule, is within this many events of C_i
+
+def _equal_mass(parts, spec: dict, groups=None, moments=False, sketch=None, capped=False) -> list[EqualMass | None]:
+    """Equal-mass bins per group (None for a group without events) from the merged digests; `spec`: `n_bins` or
+    `bin_size` (`capped`: at most a group's events). With `moments`, a second pass sums the bins with Σq², Σqy."""
+    k = check_int('sketch', SKETCH if sketch is None else sketch, 1)
+    bad, acc, unknown = _tree([dask.delayed(_digest_block)(p, k, groups) for p in parts], (np.add, _merged, _unknown))
+    n = _check_bad(bad)
+    if unknown[0]: raise ValueError(f'groups: labels of {unknown[0]} of {n} events have no group, e.g. {unknown[1]}')
+    if not capped: bin_starts(n, **spec)                 # the core's error when there are more bins than events
+    res = [None if len(d.h) == 0 else _mass_result(d, spec) for d in acc._digests]
+    stats = [None if r is None else r[0] for r in res]
+    if moments:                                          # the bins' edges: the first confidence of the cell after a cut
+        edges = [np.empty(0) if r is None else np.r_[d.lo, np.inf][r[3].index] for r, d in zip(res, acc._digests)]
+        sums, lo, hi = _tree([dask.delayed(_equal_mass_block)(p, edges, groups, True) for p in parts],
+                             (np.add, np.minimum, np.maximum))
+        off = np.cumsum([0] + [len(e) + 1 for e in edges])
+        lo, hi = np.where(sums[0] > 0, lo, np.nan), np.where(sums[0] > 0, hi, np.nan)   # empty bins: no range
+        stats = [None if r is None else _bin_stats(sums[:, a:b], lo[a:b], hi[a:b])
+                 for r, a, b in zip(res, off[:-1], off[1:])]
+    empty = sum(int((st.n == 0).sum()) for st in stats if st is not None)
     if empty:
         warnings.warn(f'{empty} equal-mass bin(s) are empty: runs of equal confidences longer than a bin make '
-                      'edges coincide (values are never split across bins here); see equal_mass_error')
-    return out
+                      'cuts coincide (values are never split across bins); the certificate allows for it')
+    return [None if r is None else EqualMass(st, r[1], r[2], r[3].below - r[3].target, r[3].moved)
+            for r, st in zip(res, stats)]
 
-def _in_turn(stats: list, index: pd.Index) -> tuple[BinStats, np.ndarray]:
+def _in_turn(res: list, index: pd.Index) -> tuple[BinStats, np.ndarray]:
     """Every group's non-empty bins of `_equal_mass` in turn and each bin's group (from `index`), as `group_bins` gives
     them."""
-    have = [g for g, st in enumerate(stats) if st is not None]
-    nonempty = [stats[g].nonempty() for g in have]
+    have = [g for g, r in enumerate(res) if r is not None]
+    nonempty = [res[g].stats.nonempty() for g in have]
     fields = {k: np.concatenate([getattr(s, k) for s in nonempty])
               for k, v in vars(nonempty[0]).items() if v is not None}
     return BinStats(**fields), np.repeat(index.to_numpy()[have], [len(s.n) for s in nonempty])
 
-
 # %% ../nbs/70_dask.ipynb #a6f466f8
+def equal_mass(
+    conf,  # confidences: a dask array or series, or a dask events frame with `conf, correct`
+    correct=None,  # outcomes, a dask array or series (None when `conf` is a frame)
+    *,
+    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
+    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
+    moments=False,  # also sum conf², conf·correct (for the Brier score): a second pass
+    sketch=None,  # the digest's k: cells join up to N/k events (default `calibkit.stream.SKETCH`, 2**14)
+) -> EqualMass:
+    """Equal-mass bins (exactly one of `bin_size`, `n_bins`) of dask data from the merged digests of its partitions,
+    with CalibMSE and ECE certified against the in-memory values, and each bin start's rank error and bound."""
+    spec = bin_spec(n_bins, bin_size)                    # the core's default and error, before any pass
+    return _equal_mass(_parts(conf, correct), spec, moments=moments, sketch=sketch)[0]
+
 def equal_mass_stats(
     conf,  # confidences: a dask array or series, or a dask events frame with `conf, correct`
     correct=None,  # outcomes, a dask array or series (None when `conf` is a frame)
@@ -251,12 +253,10 @@ def equal_mass_stats(
     bin_size=None,  # events per equal-mass bin, instead of `n_bins`
     n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
     moments=False,  # also sum conf², conf·correct (for the Brier score)
-    sketch=None,  # values kept per partition to place the bin edges (default: see `sketch_size`)
+    sketch=None,  # the digest's k (default `calibkit.stream.SKETCH`)
 ) -> BinStats:
-    "`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`) of dask data: sketched edges, exact sums."
-    spec = partial(bin_starts, **bin_spec(n_bins, bin_size))   # the core's default and error, before any pass
-    return _equal_mass(_parts(conf, correct), spec, moments=moments, sketch=sketch)[0]
-
+    "The `BinStats` of `equal_mass`: the in-memory function's arguments, and `sketch`."
+    return equal_mass(conf, correct, bin_size=bin_size, n_bins=n_bins, moments=moments, sketch=sketch).stats
 
 # %% ../nbs/70_dask.ipynb #0d814abf
 def _fixed_width_block(part, n_bins: int, moments: bool):
@@ -292,37 +292,10 @@ def gmce(
     `calibkit.metrics.gmce`, by the same `calibkit.metrics.group_errors`."""
     n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
     mapping, index = grp = _groups(groups)
-    stats = _equal_mass(_parts(events, None, label=True), lambda n: bin_starts(n, n_bins=min(n_bins, int(n))), grp)
-    t = group_errors(*_in_turn(stats, index), index, n_bins=n_bins, intervals=False, who='gmce')
+    res = _equal_mass(_parts(events, None, label=True), dict(n_bins=n_bins), grp, capped=True)
+    t = group_errors(*_in_turn(res, index), index, n_bins=n_bins, intervals=False, who='gmce')
     t.insert(3, 'n_labels', mapping.value_counts().reindex(t.group).to_numpy())
     return t
-
-
-# %% ../nbs/70_dask.ipynb #7d8a7de7
-class EqualMassError(NamedTuple):
-    "How far sketched equal-mass bins are from the exact ones, and how much that can change the scores."
-    rank_error: np.ndarray   # |C_i - s_i| events, for the start of every bin after the first
-    calib_mse: float         # bound on |CalibMSE(these bins) - CalibMSE(exact bins)|
-    ece: float               # bound on |ECE l1(these bins) - ECE l1(exact bins)|
-
-def equal_mass_error(
-    stats: BinStats,  # `BinStats` from `equal_mass_stats`
-    *,
-    bin_size=None,  # events per equal-mass bin, instead of `n_bins`
-    n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
-) -> EqualMassError:
-    """Rank error of every bin start of `stats` against exact equal-mass bins (same specification), and the bounds it
-    implies."""
-    n, total = stats.n.astype(np.float64), stats.total
-    target = bin_starts(total, bin_size=bin_size, n_bins=n_bins)
-    if len(target) != len(n):
-        raise ValueError(f'stats has {len(n)} bins but the bin specification gives {len(target)} for {total} events')
-    r = np.abs(np.cumsum(stats.n)[:-1] - target[1:])
-    k = np.r_[0, r] + np.r_[r, 0]
-    g = stats.gap
-    with np.errstate(divide='ignore', invalid='ignore'):
-        per = np.where(k < n, k * n * (2 * g + g * g + k / n) / (n - k), n + k)
-    return EqualMassError(r, float(per.sum() / total), float(k.sum() / total))
 
 # %% ../nbs/70_dask.ipynb #318f49e0
 def _smallest_keys(size: int, *results):
@@ -360,7 +333,7 @@ def histogram_binning(
     correct=None,  # outcomes, a dask array or series (None when `conf` is a frame)
     *,
     n_bins=None,  # number of equal-mass bins (default: the settings' n_bins, 10)
-    sketch=None,  # values kept per partition to place the bin edges (default: see `sketch_size`)
+    sketch=None,  # the digest's k (default `calibkit.stream.SKETCH`)
 ) -> HistogramBinning:
     "`calibkit.recalibrators.HistogramBinning` fitted exactly from the equal-mass `BinStats` of dask data."
     st = equal_mass_stats(conf, correct, n_bins=default("n_bins", n_bins), sketch=sketch).nonempty()
@@ -369,7 +342,6 @@ def histogram_binning(
                          'a recalibrator needs both outcomes (0 and 1) to learn from')
     # its bins are (upper edge of the previous, upper edge]: a bin's largest confidence is its upper edge
     return HistogramBinning.from_bins(st.hi[:-1], st.n, st.acc)
-
 
 # %% ../nbs/70_dask.ipynb #cccc04d6
 def transform(
@@ -416,7 +388,7 @@ class GroupStats(NamedTuple):
     "Every group's bins (as `calibkit.binning.group_bins`) and, for sketched equal-mass bins, their certified bounds."
     stats: BinStats          # every group's non-empty bins, in turn
     group: np.ndarray        # each bin's group (the values of the label → group map)
-    calib_mse_bound: pd.Series | None   # group -> bound on |CalibMSE - CalibMSE of exact bins| (None: fixed-width)
+    calib_mse_bound: pd.Series | None   # group -> certified |CalibMSE − in-memory CalibMSE| (None: fixed-width)
 
 def _fixed_width_groups_block(part, n_bins: int, groups, moments: bool):
     c, y, bad = _clean(*part[:2])
@@ -435,9 +407,9 @@ def group_stats(
     *,
     n_bins=None,  # bins per group, capped at its events (default: the settings' n_bins)
     bin_size=None,  # or events per equal-mass bin, capped at the group's events
-    binning: str = 'equal_mass',  # 'equal_mass' (sketched edges, certified bound) or 'fixed_width' (exact)
+    binning: str = 'equal_mass',  # 'equal_mass' (digest, certified bound) or 'fixed_width' (exact)
     moments: bool = False,  # also sum conf², conf·correct
-    sketch=None,  # values kept per partition and group (default: see `sketch_size`)
+    sketch=None,  # the digest's k, per group (default `calibkit.stream.SKETCH`)
 ) -> GroupStats:
     "Every group's bins of a dask events frame, as `calibkit.binning.group_bins` gives them, and certified bounds."
     check_choice('binning', binning, ('equal_mass', 'fixed_width'))
@@ -454,19 +426,12 @@ def group_stats(
         edges = fixed_width_edges(b)
         st = _bin_stats(sums[:, keep], np.tile(edges[:-1], len(index))[keep], np.tile(edges[1:], len(index))[keep])
         return GroupStats(st, index.to_numpy()[keep // b], None)
-    if bin_size is not None:
-        bin_size = check_int('bin_size', bin_size, 1)
-        spec = lambda n: bin_starts(n, bin_size=min(bin_size, int(n)))
-    else:
-        n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
-        spec = lambda n: bin_starts(n, n_bins=min(n_bins, int(n)))
-    out = _equal_mass(parts, spec, grp, moments=moments, sketch=sketch)
-    have = [g for g, st in enumerate(out) if st is not None]
-    capped = lambda g: (dict(bin_size=min(bin_size, out[g].total)) if bin_size is not None
-                        else dict(n_bins=min(n_bins, out[g].total)))
-    bound = [equal_mass_error(out[g], **capped(g)).calib_mse for g in have]
-    return GroupStats(*_in_turn(out, index), pd.Series(bound, index=index[have], name='calib_mse_bound'))
-
+    spec = (dict(bin_size=check_int('bin_size', bin_size, 1)) if bin_size is not None
+            else dict(n_bins=check_int('n_bins', default('n_bins', n_bins), 1)))
+    res = _equal_mass(parts, spec, grp, moments=moments, sketch=sketch, capped=True)
+    have = [g for g, r in enumerate(res) if r is not None]
+    bound = [res[g].calib_mse.half_width for g in have]
+    return GroupStats(*_in_turn(res, index), pd.Series(bound, index=index[have], name='calib_mse_bound'))
 
 # %% ../nbs/70_dask.ipynb #53021df7
 def label_counts(

@@ -681,10 +681,10 @@ def _dask_stage(ev, *, n_bins, bin_size, binning, level, n_samples, seed, sample
         spec = dict(bin_size=bin_size) if bin_size is not None else dict(n_bins=default('n_bins', n_bins))
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', message='.*equal-mass bin.*empty')   # the bound below states it
-            full = cd.equal_mass_stats(ev, moments=True, sketch=sketch, **spec)
-        err = cd.equal_mass_error(full, **spec)
-        bound = dict(max_rank_error=int(err.rank_error.max(initial=0)), calib_mse=err.calib_mse, ece_l1=err.ece)
-        st = full.nonempty()
+            em = cd.equal_mass(ev, moments=True, sketch=sketch, **spec)
+        bound = dict(max_rank_error=int(np.abs(em.rank_error).max(initial=0)), calib_mse=em.calib_mse.half_width,
+                     ece_l1=em.ece.half_width)
+        st = em.stats.nonempty()
     rows = metric_rows(st, level=level, n_samples=n_samples, seed=seed)
     bt = binomial_bands(st, level)
     c, y = cd.sample(ev, size=sample_size, seed=seed)
@@ -717,7 +717,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                 fit_name: str | None = None,  # what the fit events are called in the report
                 meta: dict | None = None,  # extra provenance recorded in metrics.json
                 sample_size: int = DASK_SAMPLE,  # events sampled for the significance tests and selective prediction
-                sketch=None,  # values kept per partition to place equal-mass edges (default: see `calibkit.dask`)
+                sketch=None,  # the digest's k for equal-mass bins (default: `calibkit.stream.SKETCH`)
                 ) -> Report:
     "`calibration_report` of a dask events frame, out of core: the same tables from passes over its partitions."
     # deliberately lazy: dask (and scikit-learn) load only when a report is computed out of core

@@ -232,6 +232,11 @@ class Bounded(NamedTuple):
     lower: float   # the in-memory metric is at least this
     upper: float   # the in-memory metric is at most this
 
+    @property
+    def half_width(self) -> float:  # max(value − lower, upper − value)
+        "How far the in-memory metric may be from `value`: the certificate as one number (± half_width)."
+        return float(max(self.value - self.lower, self.upper - self.value))
+
 def _moves(
     d: _Digest,  # the digest the cuts were chosen on
     cuts: _Cuts,  # cuts from `_choose_cuts`
@@ -547,11 +552,11 @@ def _fixed_result(n, sc, sy, edges) -> tuple[BinStats, Bounded, Bounded]:
     m, e = st.sq_error(), st.error('l1')
     return st, Bounded(m, m, m), Bounded(e, e, e)
 
-def _mass_result(d: _Digest, spec: dict) -> tuple[BinStats, Bounded, Bounded]:
+def _mass_result(d: _Digest, spec: dict) -> tuple[BinStats, Bounded, Bounded, _Cuts]:
     n = int(d.n.sum())
     cuts = _choose_cuts(d, bin_starts(n, **{k: min(v, n) for k, v in spec.items()}))
     st = _digest_stats(d, cuts)
-    return (st, *_bounds(st, *_moves(d, cuts)))
+    return (st, *_bounds(st, *_moves(d, cuts)), cuts)
 
 @patch
 def compute(self: CalibrationStream) -> StreamResult:  # bins, CalibMSE and ECE with bounds, per-group table
@@ -573,7 +578,7 @@ def compute(self: CalibrationStream) -> StreamResult:  # bins, CalibMSE and ECE 
                 for i, r in enumerate(res) if r is not None and r[0].total > 0]
         groups = pd.DataFrame(rows)
         for s in ('', '_lower', '_upper'): groups[f'gmce{s}'] = np.sqrt(groups[f'calib_mse{s}'])
-    return StreamResult(*pooled, groups)
+    return StreamResult(*pooled[:3], groups)
 
 # %% ../nbs/08_stream.ipynb #e3745b35
 from .config import public_dir

@@ -8,7 +8,6 @@ distributed = pytest.importorskip('dask.distributed')
 import dask.array as da, dask.dataframe as dd
 import calibkit
 from calibkit import binning as B, metrics as M, dask as ckd
-from calibkit.dask import equal_mass_error
 
 N, CHUNK = 120_000, 13_000      # 10 partitions, the last one short; bins never align with partitions
 
@@ -44,28 +43,49 @@ def test_fixed_width_is_exact(client, data):
             M.ece(q, y, n_bins=9, norm=norm, binning='fixed_width'), rel=1e-12)
 
 
+def inside(b, exact):
+    "The certified interval `b` (a calibkit.stream.Bounded) contains the in-memory value."
+    return b.lower <= exact <= b.upper
+
+
 def test_equal_mass_within_certified_bound(client, data):
     q, y, dq, dy = data
     for spec in (dict(n_bins=10), dict(n_bins=7), dict(bin_size=3000)):
-        st = ckd.equal_mass_stats(dq, dy, **spec, sketch=256)      # far smaller than the default: approximate bins
-        err = equal_mass_error(st, **spec)
-        assert st.total == N
-        assert abs(st.sq_error() - M.calib_mse(q, y, **spec)) <= err.calib_mse
-        if 'n_bins' in spec: assert abs(float(st.gap @ st.weight) - M.ece(q, y, **spec)) <= err.ece
-        # the documented worst case: N/2k plus one partition's gap (no ties here)
-        assert 0 < err.rank_error.max() <= N / (2 * 256) + CHUNK / 256 + 1
-    # the default sketch keeps 2^22 / 10 values per partition: every value here, so the bins are exact
-    assert ckd.sketch_size(10) > CHUNK
-    assert M.ece(ckd.equal_mass_stats(dq, dy, n_bins=10)) == pytest.approx(M.ece(q, y, n_bins=10), rel=1e-12)
+        em = ckd.equal_mass(dq, dy, **spec, sketch=256)      # far smaller than the default: approximate bins
+        assert em.stats.total == N and em.calib_mse.value == em.stats.sq_error()
+        assert inside(em.calib_mse, M.calib_mse(q, y, **spec)) and inside(em.ece, M.ece(q, y, **spec))
+        assert 0 < em.calib_mse.half_width < (0.05 if spec == dict(n_bins=10) else 1) * em.calib_mse.value
+        # the rank of each start is exact: the in-memory count below each cut
+        starts = B.bin_starts(N, **spec)[1:]
+        np.testing.assert_array_equal(np.cumsum(em.stats.n)[:-1] - starts, em.rank_error)
+        # within half a cell (a cell holds about N/k events; merges may add absorbed cells), the stated bound 2R
+        assert 0 < np.abs(em.rank_error).max() <= N / 256
+        np.testing.assert_array_equal(em.rank_bound, 2 * np.abs(em.rank_error))      # no ties here
+    # the default k (2^14) is below N: not exact, but within its certificate
+    em = ckd.equal_mass(dq, dy, n_bins=10)
+    # a cell holds about N/k events (a merge may add the cells it absorbs): the error is about N/2k
+    assert inside(em.ece, M.ece(q, y, n_bins=10)) and np.abs(em.rank_error).max() <= 2 * N / ckd.SKETCH
 
 
-def test_sketch_as_large_as_partitions_is_exact(client, data):
+def test_sketch_above_the_events_is_exact(client, data):
     q, y, dq, dy = data
-    got, ref = ckd.equal_mass_stats(dq, dy, n_bins=10, sketch=CHUNK - 1, moments=True), B.equal_mass_stats(q, y, n_bins=10, moments=True)
+    em, ref = ckd.equal_mass(dq, dy, n_bins=10, sketch=N + 1, moments=True), B.equal_mass_stats(q, y, n_bins=10, moments=True)
+    got = em.stats
     for f in ('n', 'sum_correct', 'lo', 'hi'): np.testing.assert_array_equal(getattr(got, f), getattr(ref, f))
     for f in ('sum_conf', 'sum_conf2', 'sum_conf_correct'):
         np.testing.assert_allclose(getattr(got, f), getattr(ref, f), rtol=1e-12)
-    assert not equal_mass_error(got, n_bins=10).rank_error.any()
+    assert not em.rank_error.any() and not em.rank_bound.any()
+    assert em.calib_mse.half_width < 1e-11 and inside(em.calib_mse, M.calib_mse(q, y, n_bins=10))
+
+
+def test_one_pass_and_the_moments_pass_give_the_same_bins(client, data):
+    "With moments a second pass sums the bins the digest cut: the same counts, Σy, ranges, and Σq to rounding."
+    q, y, dq, dy = data
+    one, two = ckd.equal_mass(dq, dy, n_bins=10, sketch=512), ckd.equal_mass(dq, dy, n_bins=10, sketch=512, moments=True)
+    assert one.stats.sum_conf2 is None and two.stats.sum_conf2 is not None
+    for f in ('n', 'sum_correct', 'lo', 'hi'): np.testing.assert_array_equal(getattr(one.stats, f), getattr(two.stats, f))
+    np.testing.assert_allclose(one.stats.sum_conf, two.stats.sum_conf, rtol=1e-12)
+    assert one.calib_mse == two.calib_mse and (one.rank_error == two.rank_error).all()
 
 
 def test_frame_series_and_array_inputs_agree(client, data):
@@ -84,11 +104,10 @@ def test_float32_stays_float32_and_ties_stay_within_bound(client, data):
     c32 = np.round(q, 3).astype(np.float32)
     c, _, bad = ckd._clean(c32, y)
     assert c.dtype == np.float32 and not bad[2:].any()
-    st = ckd.equal_mass_stats(da.from_array(c32, chunks=CHUNK), dy, bin_size=1000)
-    ref = M.calib_mse(c32, y, bin_size=1000)
-    err = equal_mass_error(st, bin_size=1000)
-    assert err.rank_error.max() > 0                              # ties at edges are not split...
-    assert abs(st.sq_error() - ref) <= err.calib_mse    # ...and the bound covers it
+    em = ckd.equal_mass(da.from_array(c32, chunks=CHUNK), dy, bin_size=1000)
+    assert np.abs(em.rank_error).max() > 0                     # ties at edges are not split...
+    assert inside(em.calib_mse, M.calib_mse(c32, y, bin_size=1000))   # ...and the certificate covers it
+    assert inside(em.ece, M.ece(c32, y, bin_size=1000))
 
 
 def test_validation_counts_all_partitions(client, data):
@@ -119,8 +138,9 @@ def test_gmce_two_routes_and_bound(client, data):
     pd.testing.assert_frame_equal(got.drop(columns='gmce'), ref.drop(columns='gmce'))
     for i, g in enumerate('abc'):
         sub = ev[ev.label % 3 == i]
-        assert got.gmce[i] == pytest.approx(M.smce(ckd.equal_mass_stats(sub, n_bins=10)), rel=1e-14)
-        assert got.gmce[i] == pytest.approx(ref.gmce[i], rel=1e-12)     # default sketch: exact at this size
+        em = ckd.equal_mass(sub, n_bins=10)
+        assert got.gmce[i] == pytest.approx(M.smce(em.stats), rel=1e-14)
+        assert abs(got.gmce[i] - ref.gmce[i]) <= np.sqrt(em.calib_mse.half_width)     # |√a − √b| ≤ √|a − b|
 
 
 def test_recalibration_is_lazy_and_sample_reproducible(client, data):
@@ -135,7 +155,7 @@ def test_recalibration_is_lazy_and_sample_reproducible(client, data):
     np.testing.assert_array_equal(out.compute(), h.transform(q))
     # each fit event gets its own bin's accuracy, so the mean output is the accuracy
     assert out.mean().compute() == pytest.approx(y.mean(), rel=1e-12)
-    exact, ref = ckd.histogram_binning(dq, dy, n_bins=10, sketch=CHUNK), HistogramBinning(10).fit(q, y)
+    exact, ref = ckd.histogram_binning(dq, dy, n_bins=10, sketch=N + 1), HistogramBinning(10).fit(q, y)
     for f in ('edges_', 'counts_', 'values_'): np.testing.assert_array_equal(getattr(exact, f), getattr(ref, f))
     c1, y1 = ckd.sample(dq, dy, size=7000, seed=5)
     with dask.config.set(scheduler='sync'):
@@ -148,7 +168,7 @@ def test_recalibration_is_lazy_and_sample_reproducible(client, data):
 
 def test_interval_normal_only(client, data):
     q, y, dq, dy = data
-    iv, ref = M.calib_mse_interval(ckd.equal_mass_stats(dq, dy, n_bins=10)), M.calib_mse_interval(q, y, n_bins=10)
+    iv, ref = M.calib_mse_interval(ckd.equal_mass_stats(dq, dy, n_bins=10, sketch=N + 1)), M.calib_mse_interval(q, y, n_bins=10)
     assert iv.estimate == pytest.approx(ref.estimate, rel=1e-12)
     assert iv.hi - iv.lo == pytest.approx(ref.hi - ref.lo, rel=.05)
     with pytest.raises(TypeError, match="use method='normal'"):
@@ -158,7 +178,7 @@ def test_interval_normal_only(client, data):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 400), st.integers(1, 60), st.integers(1, 12), st.integers(1, 40), st.integers(0, 2**32 - 1),
+@given(st.integers(1, 400), st.integers(1, 60), st.integers(1, 12), st.integers(1, 600), st.integers(0, 2**32 - 1),
        st.sampled_from([2, 3, None]))
 def test_bound_holds_on_random_data(n, chunk, n_bins, sketch, seed, digits):
     "Ties (rounded confidences), tiny partitions and sketches: the certified bound always holds."
@@ -169,13 +189,14 @@ def test_bound_holds_on_random_data(n, chunk, n_bins, sketch, seed, digits):
     n_bins = min(n_bins, n)
     with dask.config.set(scheduler='sync'), warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        st_ = ckd.equal_mass_stats(da.from_array(q, chunks=chunk), da.from_array(y, chunks=chunk), n_bins=n_bins, sketch=sketch)
-    err = equal_mass_error(st_, n_bins=n_bins)
+        em = ckd.equal_mass(da.from_array(q, chunks=chunk), da.from_array(y, chunks=chunk), n_bins=n_bins, sketch=sketch)
+    st_ = em.stats
     assert st_.total == n and st_.sum_correct.sum() == y.sum()
-    assert abs(st_.sq_error() - M.calib_mse(q, y, n_bins=n_bins)) <= err.calib_mse + 1e-12
-    assert abs(float(st_.gap @ st_.weight) - M.ece(q, y, n_bins=n_bins)) <= err.ece + 1e-12
-    if sketch >= chunk and digits is None:
-        assert not err.rank_error.any()
+    assert inside(em.calib_mse, M.calib_mse(q, y, n_bins=n_bins)) and inside(em.ece, M.ece(q, y, n_bins=n_bins))
+    assert (em.rank_bound <= 2 * np.abs(em.rank_error)).all()
+    if sketch > n and digits is None:                           # every cell one value, no ties: the in-memory bins
+        np.testing.assert_array_equal(st_.n, B.equal_mass_stats(q, y, n_bins=n_bins).n)
+        assert not em.rank_bound.any() and not em.rank_error.any()
 
 
 def test_importing_calibkit_does_not_import_dask():
@@ -191,8 +212,8 @@ def test_public_functions_take_dask_binstats(client, data):
     for norm in ('l1', 'l2', 'max'):
         got, ref = calibkit.ece_interval(fw, norm=norm), calibkit.ece_interval(q, y, norm=norm, binning='fixed_width')
         assert got == pytest.approx(ref, rel=1e-9)
-    st = ckd.equal_mass_stats(dq, dy, n_bins=10)
-    bound = equal_mass_error(st, n_bins=10).calib_mse
+    em = ckd.equal_mass(dq, dy, n_bins=10)
+    st, bound = em.stats, em.calib_mse.half_width
     assert abs(calibkit.calib_mse(st) - calibkit.calib_mse(q, y, n_bins=10)) <= bound + 1e-15   # + summation order
     iv, ref = calibkit.calib_mse_interval(st, debias=True), calibkit.calib_mse_interval(q, y, n_bins=10, debias=True)
     assert iv.estimate == pytest.approx(ref.estimate, abs=bound + 1e-15) and iv.hi - iv.lo == pytest.approx(ref.hi - ref.lo, rel=0.2)
