@@ -13,12 +13,12 @@ from .config import BINNINGS, default
 from .events import as_pairs, check_choice, check_float, check_int
 
 # %% auto #0
-__all__ = ['SLICE_MIN', 'SELECT_MIN_EVENTS', 'SELECT_MAX_BINS', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'BIN_INTERVALS', 'DING_Z',
-           'SWEEP_BLOCK', 'sort_pairs', 'keep_ties', 'tie_runs', 'SortedEvents', 'sorted_events', 'bin_starts',
-           'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats', 'stats_from_sorted', 'select_pairs', 'equal_mass_stats',
-           'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats', 'z_value', 'bin_interval', 'bin_table',
-           'equal_mass_bins', 'fixed_width_bins', 'ding_sizes', 'adaptive_stats', 'sweep_n_bins', 'sweep_stats',
-           'bin_stats', 'group_bins', 'BINNINGS']
+__all__ = ['SLICE_MIN', 'SELECT_MIN_EVENTS', 'SELECT_MAX_BINS', 'SELECT_SAMPLE', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS',
+           'BIN_INTERVALS', 'DING_Z', 'SWEEP_BLOCK', 'sort_pairs', 'keep_ties', 'tie_runs', 'SortedEvents',
+           'sorted_events', 'bin_starts', 'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats', 'stats_from_sorted',
+           'select_pairs', 'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats', 'z_value',
+           'bin_interval', 'bin_table', 'equal_mass_bins', 'fixed_width_bins', 'ding_sizes', 'adaptive_stats',
+           'sweep_n_bins', 'sweep_stats', 'bin_stats', 'group_bins', 'BINNINGS']
 
 # %% ../nbs/02_binning.ipynb #aaa6565c
 def _pack(c: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -231,6 +231,7 @@ def stats_from_sorted(
 # %% ../nbs/02_binning.ipynb #7be97517
 SELECT_MIN_EVENTS = 1 << 16   # equal-mass bins of at least this many events are found by selection, not a sort...
 SELECT_MAX_BINS = 256         # ...when they are at most this many (a selection makes about log2(bins) passes)
+SELECT_SAMPLE = 1024          # ...and when at least half of this many confidences, evenly spaced in the input, differ
 
 def _select(key: np.ndarray, lo: int, hi: int, ranks: list) -> None:
     "Partition `key[lo:hi]` in place so that each of `ranks` (ascending, in lo..hi−1) holds the key of that rank."
@@ -239,6 +240,12 @@ def _select(key: np.ndarray, lo: int, hi: int, ranks: list) -> None:
     k = ranks[m]                                              # partitions (numpy vectorises those)
     key[lo:hi].partition(k - lo)
     _select(key, lo, k, ranks[:m]); _select(key, k + 1, hi, ranks[m + 1:])
+
+def _selectable(c: np.ndarray, n_bins: int) -> bool:
+    "Whether the `n_bins` equal-mass bins of confidences `c` are found by selection: many events, few bins, few ties."
+    if len(c) < SELECT_MIN_EVENTS or n_bins > SELECT_MAX_BINS: return False
+    sample = c[::max(1, len(c) // SELECT_SAMPLE)]             # long runs of equal keys slow a partition down
+    return 2 * len(np.unique(sample)) > len(sample)
 
 def select_pairs(
     c: np.ndarray,  # confidences in [0, 1], float32 or float64
@@ -284,12 +291,12 @@ def equal_mass_stats(
     moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
 ) -> BinStats:  # the bins' counts and sums, in ascending confidence
     """`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`; ties kept together); `moments` adds Σconf²,
-    Σconf·correct. Many events in few bins are selected (`select_pairs`), others sorted."""
+    Σconf·correct. Many events with few ties in few bins are selected (`select_pairs`), others sorted."""
     spec = dict(bin_size=bin_size, n_bins=n_bins)
     if not isinstance(conf, SortedEvents):
         c, y = as_pairs(conf, correct)
         starts = bin_starts(len(c), **spec)
-        if len(c) >= SELECT_MIN_EVENTS and len(starts) <= SELECT_MAX_BINS:
+        if _selectable(c, len(starts)):
             return stats_from_sorted(*select_pairs(c, y, starts), moments)
         conf, correct = SortedEvents(*sort_pairs(c, y)), None
     se = sorted_events(conf, correct)

@@ -200,7 +200,7 @@ def test_selection_gives_the_sorted_routes_bins(p, data):
     n = len(conf)
     kw = data.draw(st.sampled_from(['bin_size', 'n_bins']).flatmap(
         lambda k: st.integers(1, n).map(lambda v: {k: v})), label='bins')
-    with (mock.patch('calibkit.binning.SELECT_MIN_EVENTS', 1), mock.patch('calibkit.binning.SELECT_MAX_BINS', n),
+    with (mock.patch('calibkit.binning._selectable', return_value=True),
           mock.patch('calibkit.binning.select_pairs', wraps=select_pairs) as spy):
         got = equal_mass_stats(conf, correct, moments=True, **kw)
     assert spy.call_count == 1
