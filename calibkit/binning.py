@@ -218,9 +218,9 @@ def stats_from_sorted(
         s = dict(sum_conf=sums(lambda b: cs[b].sum(dtype=np.float64)),
                  sum_correct=sums(lambda b: np.count_nonzero(yb[b])))
         if moments:
-            c64, yf = f64(), ys.astype(np.float64)
+            c64 = f64()                                      # outcomes as floats slice by slice: no full copy
             s |= dict(sum_conf2=sums(lambda b: wsum(c64[b], c64[b])),
-                      sum_conf_correct=sums(lambda b: wsum(c64[b], yf[b])))
+                      sum_conf_correct=sums(lambda b: wsum(c64[b], ys[b].astype(np.float64))))
     else:                                                    # many small bins: one pass per sum
         sums = lambda a: np.add.reduceat(a, starts, dtype=np.float64)
         s = dict(sum_conf=sums(cs), sum_correct=sums(ys))
