@@ -22,7 +22,7 @@ __all__ = ['SLICE_MIN', 'SELECT_MIN_EVENTS', 'SELECT_MAX_BINS', 'SELECT_SAMPLE',
 
 # %% ../nbs/02_binning.ipynb #aaa6565c
 def _pack(c: np.ndarray, y: np.ndarray) -> np.ndarray:
-    "Each confidence's bit pattern shifted left by one, its 0/1 outcome in the freed lowest bit (unsigned, `c`'s width)."
+    "Each confidence's bit pattern shifted left by one, its 0/1 outcome in the freed lowest bit (unsigned, c's width)."
     ui = np.uint64 if c.dtype == np.float64 else np.uint32
     key = c.view(ui) << ui(1)
     key |= y
