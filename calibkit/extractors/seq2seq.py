@@ -8,7 +8,7 @@ import json
 from typing import Callable, Mapping
 import numpy as np, pandas as pd
 from ..events import as_pairs, check_choice, check_conf, check_correct, count_true
-from .base import Extractor, jsonl_lines
+from .base import Extractor, _object, fast_records, jsonl_lines
 from ..config import require
 
 # %% auto #0
@@ -395,15 +395,19 @@ def split_accuracy(
 _TOP_KEYS = ('top_logits', 'top_logit_idxs', 'labels')
 
 def _top_logit_records(path):
-    """(line number, record) for every non-blank line of a JSONL file, read a batch at a time (`jsonl_lines`); a BOM
-    is dropped; bad lines raise naming file:line."""
+    """(line number, record) for every non-blank line of a JSONL file, read a batch at a time (`jsonl_lines`) and
+    parsed by orjson (`fast_records`), else line by line by `json`; a BOM is dropped; bad lines (a key written twice
+    too) raise naming file:line."""
     for first, lines in jsonl_lines(path):
+        if (fast := fast_records(first, lines)) is not None:
+            yield from fast; continue
         for lineno, line in enumerate(lines, first):
-            if not line.strip(' \t\n\r\v\f'): continue     # blank (ASCII white space): skipped
-            try: d = json.loads(line)
+            if not line.strip(): continue                   # blank: skipped
+            try: d = json.loads(line, object_pairs_hook=_object)
             except json.JSONDecodeError as e:
                 raise ValueError(f'{path}:{lineno}: invalid JSON at column {e.colno} ({e.msg}); '
                                  'is the file truncated?') from None
+            except ValueError as e: raise ValueError(f'{path}:{lineno}: {e}') from None
             if not isinstance(d, dict):
                 raise ValueError(f'{path}:{lineno}: expected a JSON object, got {type(d).__name__}')
             yield lineno, d
