@@ -259,8 +259,8 @@ def _one_object_per_line(lines: list) -> bool:
 
 def _parse(path: Path, first: int, lines: list, opts: dict, text) -> list[tuple[int, dict]]:
     """(line number, object) of the non-blank `lines` (numbered from `first`): by orjson (`fast_records`), else by
-    `json` in one C-level parse of them all (joined into one array); line by line only to name an error, after `text()` (the whole file) was checked for a JSON
-    document that is not JSON Lines."""
+    `json` in one C-level parse of them all (joined into one array); line by line only to name an error, after
+    `text()` (the whole file) was checked for a JSON document that is not JSON Lines."""
     if 'parse_int' not in opts and (fast := fast_records(first, lines)) is not None: return fast
     numbers = [i for i, line in enumerate(lines, first) if line.strip()]
     try:
@@ -356,7 +356,7 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
     "A JSON Lines events file, a batch of lines at a time (`jsonl_lines`): never all its text or objects at once."
     with open(path, encoding='utf-8-sig', errors='replace') as f: head = next((l for l in f if l.strip()), '')
     if head.lstrip().startswith('['): raise InputError(f'{show_path(path)}: a JSON array; {_JSONL_HINT}')
-    frames = [df for first, lines in _lines(path) if len(df := _jsonl_frame(path, first, lines))]
+    with _no_gc(): frames = [df for first, lines in _lines(path) if len(df := _jsonl_frame(path, first, lines))]
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0] if frames else pd.DataFrame()
 
 def _read_parquet(path: Path) -> pd.DataFrame:

@@ -122,12 +122,13 @@ def test_a_key_written_twice_is_refused_with_its_line_on_both_routes(tmp_path):
         openai_token_events(str(p))
 
 
-def test_the_collector_is_paused_while_a_file_is_read_and_back_after(tmp_path):
+def test_the_collector_is_enabled_after_a_read_even_one_that_failed(tmp_path):
     import gc
-    p = tmp_path/'a.jsonl'
-    p.write_text('{"a": 1}\n' * 10)
-    stream = jsonl_lines(p, batch_bytes=20)
-    next(stream)
-    assert not gc.isenabled()
-    list(stream)
+    p = tmp_path/'bad.jsonl'
+    p.write_text(json.dumps(responses(random.Random(0), 1)[0]) + '\n{"choices": 3}\n')
+    with pytest.raises(ValueError, match=r'bad\.jsonl:2: expected a response') as caught:
+        openai_sequence_events(p)
+    assert caught.value is not None and gc.isenabled()            # the traceback (and the reader's frames) kept
+    with pytest.raises(InputError, match=r'bad\.jsonl:2: expected a response'):
+        load_input(p, extractor=ck.extractor('openai_logprobs'))
     assert gc.isenabled()

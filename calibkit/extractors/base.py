@@ -6,6 +6,7 @@
 from __future__ import annotations
 import codecs, contextlib, gc
 from collections.abc import Callable, Iterator, Mapping
+from itertools import chain
 from pathlib import Path
 import numpy as np, orjson, pandas as pd
 from sklearn.base import BaseEstimator
@@ -72,9 +73,8 @@ def jsonl_lines(
     batch_bytes: int = JSONL_BATCH,  # about this many bytes of whole lines per batch
 ) -> Iterator[tuple[int, list[str]]]:  # per batch: the number of its first line and its lines (blank ones too)
     """The lines of `path`, a batch of about `batch_bytes` at a time, a leading byte-order mark dropped; a byte that
-    is not UTF-8 raises `error` naming its line and column. The cyclic garbage collector is paused until the last
-    batch was used (`_no_gc`)."""
-    with open(path, 'rb') as f, _no_gc():                  # while the lines are read and used
+    is not UTF-8 raises `error` naming its line and column."""
+    with open(path, 'rb') as f:
         line, head = 1, True
         while chunk := f.read(batch_bytes):
             chunk += f.readline()                                   # to the end of the batch's last line
@@ -94,7 +94,7 @@ class Records:
                  name: str,  # the file as messages name it
                  batches: Callable[[], Iterator[list[tuple[int, dict]]]],  # a fresh stream of batches at each call
                 ): self.name, self.batches = name, batches
-    def __iter__(self): return (pair for batch in self.batches() for pair in batch)
+    def __iter__(self): return chain.from_iterable(self.batches())   # a batch is freed before the next is read
     def __repr__(self): return f'Records({self.name!r})'
 
 

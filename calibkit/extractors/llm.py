@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 import numpy as np, pandas as pd
 from ..events import check_bool, check_choice, check_float, count_true
-from .base import Extractor, Records
+from .base import Extractor, Records, _no_gc
 from .seq2seq import SEQUENCE_HOWS, _kind, _top_logit_records, exact_match, sequence_events
 
 # %% auto #0
@@ -153,13 +153,14 @@ def read_openai_logprobs(
     response per line, and per response (`line`, `choice`) its `text`, `n_tokens`, `gold`, `correct`, `gold_tokens`."""
     tol = check_float('tol', tol, 0)
     tokens, logprobs, rows, missing, n = [], array('d'), [], [], 0     # log-probabilities: one compact float array
-    for where, line, i, c, gold, correct, gold_tokens in _choices(source):
-        n += 1
-        got = _choice(c, where)
-        if got is None or not got[0]:
-            missing.append((line, i)); continue
-        tokens.extend(got[0]); logprobs.extend(got[1])
-        rows.append((line, i, ''.join(got[0]), len(got[0]), gold, correct, gold_tokens))
+    with _no_gc():                                      # parsed JSON: no cycles to collect
+        for where, line, i, c, gold, correct, gold_tokens in _choices(source):
+            n += 1
+            got = _choice(c, where)
+            if got is None or not got[0]:
+                missing.append((line, i)); continue
+            tokens.extend(got[0]); logprobs.extend(got[1])
+            rows.append((line, i, ''.join(got[0]), len(got[0]), gold, correct, gold_tokens))
     name = _source_name(source)
     _unread(name, missing, n, 'no logprobs or no tokens', bool(rows), '; request logprobs=true')
     if not rows: raise ValueError(f'{name} holds no responses')
@@ -348,11 +349,12 @@ def read_openai_texts(
     """The generated text of every choice of OpenAI-compatible responses (chat `message.content`, legacy `text`) with
     the record's `gold` and `correct`; choices without text are counted and reported in a warning naming the first."""
     rows, missing, n = [], [], 0
-    for where, line, i, c, gold, correct, _ in _choices(source):
-        n += 1
-        t = _content(c, where)
-        if not t: missing.append((line, i)); continue
-        rows.append((line, i, t, gold, correct))
+    with _no_gc():                                      # parsed JSON: no cycles to collect
+        for where, line, i, c, gold, correct, _ in _choices(source):
+            n += 1
+            t = _content(c, where)
+            if not t: missing.append((line, i)); continue
+            rows.append((line, i, t, gold, correct))
     name = _source_name(source)
     _unread(name, missing, n, 'no text (message.content or text)', bool(rows))
     if not rows: raise ValueError(f'{name} holds no responses')
@@ -526,13 +528,14 @@ def p_true_events(
     if yes & no: raise ValueError(f'yes and no share token(s) {sorted(yes & no)}')
     normalize, tol = check_bool('normalize', normalize), check_float('tol', tol, 0)
     toks, lps, idx, rows, missing, n = [], [], [], [], [], 0
-    for where, line, i, c, _, correct, _ in _choices(source):
-        if correct is None: raise ValueError(f'{where}: P(True) needs correct (whether the judged answer is right)')
-        n += 1
-        got = _first_top(c, where)
-        if got is None: missing.append((line, i)); continue
-        toks.extend(got[0]); lps.extend(got[1]); idx.extend([len(rows)] * len(got[0]))
-        rows.append((line, i, correct))
+    with _no_gc():                                      # parsed JSON: no cycles to collect
+        for where, line, i, c, _, correct, _ in _choices(source):
+            if correct is None: raise ValueError(f'{where}: P(True) needs correct (whether the judged answer is right)')
+            n += 1
+            got = _first_top(c, where)
+            if got is None: missing.append((line, i)); continue
+            toks.extend(got[0]); lps.extend(got[1]); idx.extend([len(rows)] * len(got[0]))
+            rows.append((line, i, correct))
     name = _source_name(source)
     _unread(name, missing, n, 'no logprobs or an empty top_logprobs at the first token', bool(rows),
             '; request logprobs=true and top_logprobs >= 2')
