@@ -4,14 +4,14 @@
 
 # %% ../nbs/61_inputs.ipynb #190e6fb4
 from __future__ import annotations
-import contextlib, csv, gc, io, json, re, stat, sys, tempfile, warnings, zipfile
+import contextlib, csv, io, json, re, stat, sys, tempfile, warnings, zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 import numpy as np, pandas as pd
 from .config import FORMATS, check_threshold, decode_utf8, first_line, require
 from .events import check_bool, check_choice, check_probs, check_scores, events_from_scores, sum_tolerance
-from .extractors.base import JSONL_BATCH, Records, jsonl_lines
+from .extractors.base import JSONL_BATCH, Records, _no_gc, _object, fast_records, jsonl_lines
 from .extractors.seq2seq import read_calibration_metric_logits
 
 # %% auto #0
@@ -197,14 +197,6 @@ def _check_frame(df: pd.DataFrame, path, kind) -> pd.DataFrame:
 # %% ../nbs/61_inputs.ipynb #in61c010
 _JSONL_HINT = 'expected JSON Lines: one object per line, like {"conf": 0.9, "correct": 1, "label": "N"}'
 
-def _object(pairs: list) -> dict:
-    "A JSON object; a key written twice is refused (Python's json keeps the last one without a word)."
-    d = dict(pairs)
-    if len(d) < len(pairs):
-        keys = [k for k, _ in pairs]
-        raise ValueError(f'key {next(k for k in keys if keys.count(k) > 1)!r} appears twice in one object')
-    return d
-
 _SURROGATE = re.compile(r'\\u[dD][89a-fA-F][0-9a-fA-F]{2}')   # a JSON escape of a UTF-16 surrogate
 
 def _no_lone_surrogate(path: Path, first: int, lines: list, pairs: list) -> list:
@@ -240,16 +232,6 @@ def _options(numbers_as_text: bool) -> dict:
     if numbers_as_text: opts.update(parse_int=str, parse_float=str)
     return opts
 
-@contextlib.contextmanager
-def _no_gc():
-    """The cyclic garbage collector paused: parsed JSON holds no reference cycles, and a batch's hundreds of thousands
-    of new objects would otherwise trigger collections that traverse them all, again and again (bench/readers.py)."""
-    was = gc.isenabled()
-    gc.disable()
-    try: yield
-    finally:
-        if was: gc.enable()
-
 _DELTA = np.zeros(256, np.int8)
 _DELTA[[ord('{'), ord('[')]], _DELTA[[ord('}'), ord(']')]] = 1, -1
 
@@ -276,9 +258,10 @@ def _one_object_per_line(lines: list) -> bool:
     return bool(depth.min(initial=0) >= 0 and np.array_equal(closed, ends))
 
 def _parse(path: Path, first: int, lines: list, opts: dict, text) -> list[tuple[int, dict]]:
-    """(line number, object) of the non-blank `lines` (numbered from `first`): one C-level parse of them all (joined
-    into one array); line by line only to name an error, after `text()` (the whole file) was checked for a JSON
-    document that is not JSON Lines."""
+    """(line number, object) of the non-blank `lines` (numbered from `first`): by orjson (`fast_records`), else by
+    `json` in one C-level parse of them all (joined into one array); line by line only to name an error, after
+    `text()` (the whole file) was checked for a JSON document that is not JSON Lines."""
+    if 'parse_int' not in opts and (fast := fast_records(first, lines)) is not None: return fast
     numbers = [i for i, line in enumerate(lines, first) if line.strip()]
     try:
         with _no_gc(): recs = json.loads('[' + ','.join(line for line in lines if line.strip()) + ']', **opts)
@@ -373,7 +356,7 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
     "A JSON Lines events file, a batch of lines at a time (`jsonl_lines`): never all its text or objects at once."
     with open(path, encoding='utf-8-sig', errors='replace') as f: head = next((l for l in f if l.strip()), '')
     if head.lstrip().startswith('['): raise InputError(f'{show_path(path)}: a JSON array; {_JSONL_HINT}')
-    frames = [df for first, lines in _lines(path) if len(df := _jsonl_frame(path, first, lines))]
+    with _no_gc(): frames = [df for first, lines in _lines(path) if len(df := _jsonl_frame(path, first, lines))]
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0] if frames else pd.DataFrame()
 
 def _read_parquet(path: Path) -> pd.DataFrame:

@@ -7,11 +7,12 @@ from __future__ import annotations
 import re, warnings
 from array import array
 from collections.abc import Mapping
+from itertools import repeat
 from pathlib import Path
 from typing import Callable
 import numpy as np, pandas as pd
 from ..events import check_bool, check_choice, check_float, count_true
-from .base import Extractor, Records
+from .base import Extractor, Records, _no_gc
 from .seq2seq import SEQUENCE_HOWS, _kind, _top_logit_records, exact_match, sequence_events
 
 # %% auto #0
@@ -22,12 +23,27 @@ __all__ = ['NORMALIZERS', 'VERBAL_WORDS', 'read_openai_logprobs', 'answer_span',
 # %% ../../nbs/17_extract_llm.ipynb #c4f83c8b
 def _number(v) -> bool: return type(v) in (int, float)       # JSON numbers only: no bools, strings or nulls
 
+def _all(xs, kind) -> bool: return all(map(isinstance, xs, repeat(kind)))   # a loop in C, no Python call per item
+
+def _chat_fast(content: list):
+    """(tokens, logprobs) of a well-formed `content` by list comprehensions and checks in C, no Python call per
+    token; None if anything is off (the loop of `_chat` then names it)."""
+    if not _all(content, dict): return None
+    try: toks, lps = [t['token'] for t in content], [t['logprob'] for t in content]
+    except KeyError: return None
+    tops = [t.get('top_logprobs', []) for t in content]
+    if not _all(tops, list): return None
+    alts = [a for top in tops for a in top]
+    if not _all(alts, dict) or {type(a.get('logprob')) for a in alts} - {int, float}: return None
+    return toks, lps
+
 def _chat(lp: dict, where: str):
-    "Tokens and logprobs of a chat completion choice's `logprobs.content`."
+    "Tokens and logprobs of a chat completion choice's `logprobs.content`: by `_chat_fast`, else token by token."
     content = lp['content']
     if content is None: return [], []
     if not isinstance(content, list):
         raise ValueError(f'{where}: logprobs.content must be a list, got {type(content).__name__}')
+    if (got := _chat_fast(content)) is not None: return got
     toks, lps = [], []
     for j, t in enumerate(content):
         at = f'{where}: logprobs.content[{j}]'
@@ -64,9 +80,9 @@ def _choice(c, where: str):
     elif 'tokens' in lp: toks, lps = _legacy(lp, where)
     else: raise ValueError(f'{where}: logprobs has neither content (chat completions) nor tokens (completions); '
                            f'keys {list(lp)}')
-    bad = next((j for j, t in enumerate(toks) if not isinstance(t, str)), None)
+    bad = None if _all(toks, str) else next(j for j, t in enumerate(toks) if not isinstance(t, str))
     if bad is not None: raise ValueError(f'{where}: token {bad} is {toks[bad]!r}, not a string')
-    bad = next((j for j, v in enumerate(lps) if not _number(v)), None)
+    bad = None if set(map(type, lps)) <= {int, float} else next(j for j, v in enumerate(lps) if not _number(v))
     if bad is not None:
         hint = ' (an echoed prompt token? request without echo)' if lps[bad] is None else ''
         raise ValueError(f'{where}: logprob of token {bad} is {lps[bad]!r}, not a number{hint}')
@@ -103,7 +119,7 @@ def _gold_fields(d: Mapping, where: str, n_choices: int):
             raise ValueError(f'{where}: correct must be 0/1 (true/false) or a list of one per choice ({n_choices}), '
                              f'got {correct!r}')
         correct = [int(v) for v in vals]
-    if gold_tokens is not None and not (isinstance(gold_tokens, list) and all(isinstance(t, str) for t in gold_tokens)):
+    if gold_tokens is not None and not (isinstance(gold_tokens, list) and _all(gold_tokens, str)):
         raise ValueError(f'{where}: gold_tokens must be a list of strings, got {gold_tokens!r}')
     return gold, correct, gold_tokens
 
@@ -137,13 +153,14 @@ def read_openai_logprobs(
     response per line, and per response (`line`, `choice`) its `text`, `n_tokens`, `gold`, `correct`, `gold_tokens`."""
     tol = check_float('tol', tol, 0)
     tokens, logprobs, rows, missing, n = [], array('d'), [], [], 0     # log-probabilities: one compact float array
-    for where, line, i, c, gold, correct, gold_tokens in _choices(source):
-        n += 1
-        got = _choice(c, where)
-        if got is None or not got[0]:
-            missing.append((line, i)); continue
-        tokens.extend(got[0]); logprobs.extend(got[1])
-        rows.append((line, i, ''.join(got[0]), len(got[0]), gold, correct, gold_tokens))
+    with _no_gc():                                      # parsed JSON: no cycles to collect
+        for where, line, i, c, gold, correct, gold_tokens in _choices(source):
+            n += 1
+            got = _choice(c, where)
+            if got is None or not got[0]:
+                missing.append((line, i)); continue
+            tokens.extend(got[0]); logprobs.extend(got[1])
+            rows.append((line, i, ''.join(got[0]), len(got[0]), gold, correct, gold_tokens))
     name = _source_name(source)
     _unread(name, missing, n, 'no logprobs or no tokens', bool(rows), '; request logprobs=true')
     if not rows: raise ValueError(f'{name} holds no responses')
@@ -332,11 +349,12 @@ def read_openai_texts(
     """The generated text of every choice of OpenAI-compatible responses (chat `message.content`, legacy `text`) with
     the record's `gold` and `correct`; choices without text are counted and reported in a warning naming the first."""
     rows, missing, n = [], [], 0
-    for where, line, i, c, gold, correct, _ in _choices(source):
-        n += 1
-        t = _content(c, where)
-        if not t: missing.append((line, i)); continue
-        rows.append((line, i, t, gold, correct))
+    with _no_gc():                                      # parsed JSON: no cycles to collect
+        for where, line, i, c, gold, correct, _ in _choices(source):
+            n += 1
+            t = _content(c, where)
+            if not t: missing.append((line, i)); continue
+            rows.append((line, i, t, gold, correct))
     name = _source_name(source)
     _unread(name, missing, n, 'no text (message.content or text)', bool(rows))
     if not rows: raise ValueError(f'{name} holds no responses')
@@ -510,13 +528,14 @@ def p_true_events(
     if yes & no: raise ValueError(f'yes and no share token(s) {sorted(yes & no)}')
     normalize, tol = check_bool('normalize', normalize), check_float('tol', tol, 0)
     toks, lps, idx, rows, missing, n = [], [], [], [], [], 0
-    for where, line, i, c, _, correct, _ in _choices(source):
-        if correct is None: raise ValueError(f'{where}: P(True) needs correct (whether the judged answer is right)')
-        n += 1
-        got = _first_top(c, where)
-        if got is None: missing.append((line, i)); continue
-        toks.extend(got[0]); lps.extend(got[1]); idx.extend([len(rows)] * len(got[0]))
-        rows.append((line, i, correct))
+    with _no_gc():                                      # parsed JSON: no cycles to collect
+        for where, line, i, c, _, correct, _ in _choices(source):
+            if correct is None: raise ValueError(f'{where}: P(True) needs correct (whether the judged answer is right)')
+            n += 1
+            got = _first_top(c, where)
+            if got is None: missing.append((line, i)); continue
+            toks.extend(got[0]); lps.extend(got[1]); idx.extend([len(rows)] * len(got[0]))
+            rows.append((line, i, correct))
     name = _source_name(source)
     _unread(name, missing, n, 'no logprobs or an empty top_logprobs at the first token', bool(rows),
             '; request logprobs=true and top_logprobs >= 2')

@@ -8,7 +8,7 @@ import json
 from typing import Callable, Mapping
 import numpy as np, pandas as pd
 from ..events import as_pairs, check_choice, check_conf, check_correct, count_true
-from .base import Extractor, jsonl_lines
+from .base import Extractor, _no_gc, _object, fast_records, jsonl_lines
 from ..config import require
 
 # %% auto #0
@@ -394,19 +394,24 @@ def split_accuracy(
 # %% ../../nbs/15_extract_seq2seq.ipynb #74765792
 _TOP_KEYS = ('top_logits', 'top_logit_idxs', 'labels')
 
+def _exact_records(path, first: int, lines: list):
+    "(line number, record) of a batch's non-blank lines, parsed one by one by `json`: bad lines raise naming file:line."
+    for lineno, line in enumerate(lines, first):
+        if not line.strip(): continue                   # blank: skipped
+        try: d = json.loads(line, object_pairs_hook=_object)
+        except json.JSONDecodeError as e:
+            raise ValueError(f'{path}:{lineno}: invalid JSON at column {e.colno} ({e.msg}); '
+                             'is the file truncated?') from None
+        except ValueError as e: raise ValueError(f'{path}:{lineno}: {e}') from None
+        if not isinstance(d, dict):
+            raise ValueError(f'{path}:{lineno}: expected a JSON object, got {type(d).__name__}')
+        yield lineno, d
+
 def _top_logit_records(path):
-    """(line number, record) for every non-blank line of a JSONL file, read a batch at a time (`jsonl_lines`); a BOM
-    is dropped; bad lines raise naming file:line."""
-    for first, lines in jsonl_lines(path):
-        for lineno, line in enumerate(lines, first):
-            if not line.strip(' \t\n\r\v\f'): continue     # blank (ASCII white space): skipped
-            try: d = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f'{path}:{lineno}: invalid JSON at column {e.colno} ({e.msg}); '
-                                 'is the file truncated?') from None
-            if not isinstance(d, dict):
-                raise ValueError(f'{path}:{lineno}: expected a JSON object, got {type(d).__name__}')
-            yield lineno, d
+    """(line number, record) for every non-blank line of a JSONL file, read a batch at a time (`jsonl_lines`) and
+    parsed by orjson (`fast_records`), else line by line by `json` (`_exact_records`); a BOM is dropped; bad lines (a
+    key written twice too) raise naming file:line. A batch's records are freed before the next batch is parsed."""
+    for first, lines in jsonl_lines(path): yield from fast_records(first, lines) or _exact_records(path, first, lines)
 
 def read_calibration_metric_logits(
     path,  # a JSONL file: one example per line with `top_logits`, `top_logit_idxs`, `labels`
@@ -415,18 +420,20 @@ def read_calibration_metric_logits(
 ) -> pd.DataFrame:  # token events (see `token_events`), `item` = the example's number (from 0)
     "Token events from a `calibration_metric` top-logit JSONL file (`top_logits`, `top_logit_idxs`, `labels` per line)."
     probs, ids, labels, item, pos = [], [], [], [], []
-    for i, (lineno, d) in enumerate(_top_logit_records(path)):
-        where = f'{path}:{lineno}: example {i}'
-        missing = [k for k in _TOP_KEYS if k not in d]
-        if missing: raise ValueError(f'{where} lacks key(s) {missing}')
-        try: p, k, y = np.asarray(d['top_logits'], float), np.asarray(d['top_logit_idxs']), np.asarray(d['labels'])
-        except (TypeError, ValueError) as e: raise ValueError(f'{where}: {e}') from None
-        if p.ndim != 2 or k.shape != p.shape or y.shape != p.shape[:1]:
-            raise ValueError(f'{where}: top_logits {p.shape}, top_logit_idxs {k.shape} and labels {y.shape} '
-                             'must be N×k, N×k and N')
-        if probs and p.shape[1] != probs[0].shape[1]:
-            raise ValueError(f'{where} keeps top-{p.shape[1]}, earlier examples top-{probs[0].shape[1]}')
-        probs.append(p); ids.append(k); labels.append(y); item.append(np.full(len(y), i)); pos.append(np.arange(len(y)))
+    with _no_gc():
+        for i, (lineno, d) in enumerate(_top_logit_records(path)):
+            where = f'{path}:{lineno}: example {i}'
+            missing = [k for k in _TOP_KEYS if k not in d]
+            if missing: raise ValueError(f'{where} lacks key(s) {missing}')
+            try: p, k, y = np.asarray(d['top_logits'], float), np.asarray(d['top_logit_idxs']), np.asarray(d['labels'])
+            except (TypeError, ValueError) as e: raise ValueError(f'{where}: {e}') from None
+            if p.ndim != 2 or k.shape != p.shape or y.shape != p.shape[:1]:
+                raise ValueError(f'{where}: top_logits {p.shape}, top_logit_idxs {k.shape} and labels {y.shape} '
+                                 'must be N×k, N×k and N')
+            if probs and p.shape[1] != probs[0].shape[1]:
+                raise ValueError(f'{where} keeps top-{p.shape[1]}, earlier examples top-{probs[0].shape[1]}')
+            probs.append(p); ids.append(k); labels.append(y)
+            item.append(np.full(len(y), i)); pos.append(np.arange(len(y)))
     if not probs: raise ValueError(f'{path} holds no examples')
     df = token_events((np.concatenate(probs), np.concatenate(ids)), np.concatenate(labels), ignore_ids=ignore_ids)
     it, ps = np.concatenate(item), np.concatenate(pos)
