@@ -4,7 +4,6 @@
 
 # %% ../nbs/02_binning.ipynb #4657bfe4
 from __future__ import annotations
-from bisect import bisect_left
 from dataclasses import dataclass
 from functools import cached_property
 from statistics import NormalDist
@@ -13,38 +12,29 @@ from .config import BINNINGS, default
 from .events import as_pairs, check_choice, check_float, check_int
 
 # %% auto #0
-__all__ = ['SLICE_MIN', 'SELECT_MIN_EVENTS', 'SELECT_MAX_BINS', 'SELECT_SAMPLE', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS',
-           'BIN_INTERVALS', 'DING_Z', 'SWEEP_BLOCK', 'sort_pairs', 'keep_ties', 'tie_runs', 'SortedEvents',
-           'sorted_events', 'bin_starts', 'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats', 'stats_from_sorted',
-           'select_pairs', 'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats', 'z_value',
-           'bin_interval', 'bin_table', 'equal_mass_bins', 'fixed_width_bins', 'ding_sizes', 'adaptive_stats',
-           'sweep_n_bins', 'sweep_stats', 'bin_stats', 'group_bins', 'BINNINGS']
+__all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'BIN_INTERVALS', 'DING_Z', 'SWEEP_BLOCK', 'sort_pairs', 'keep_ties',
+           'tie_runs', 'SortedEvents', 'sorted_events', 'bin_starts', 'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats',
+           'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats',
+           'z_value', 'bin_interval', 'bin_table', 'equal_mass_bins', 'fixed_width_bins', 'ding_sizes',
+           'adaptive_stats', 'sweep_n_bins', 'sweep_stats', 'bin_stats', 'group_bins', 'BINNINGS']
 
 # %% ../nbs/02_binning.ipynb #aaa6565c
-def _pack(c: np.ndarray, y: np.ndarray) -> np.ndarray:
-    "Each confidence's bit pattern shifted left by one, its 0/1 outcome in the freed lowest bit (unsigned, c's width)."
-    ui = np.uint64 if c.dtype == np.float64 else np.uint32
-    key = c.view(ui) << ui(1)
-    key |= y
-    return key
-
-def _unpack(key: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
-    "The confidences (`dtype`, in place of `key`) and the outcomes (uint8) of packed keys."
-    ys = key.astype(np.uint8)                                # each key's low byte (unsigned casts wrap)...
-    ys &= np.uint8(1)                                        # ...and in it the outcome bit
-    key >>= key.dtype.type(1)                                # in place: the confidences' bit patterns
-    return key.view(dtype), ys
-
 def sort_pairs(
     c: np.ndarray,  # confidences in [0, 1], float32 or float64
     y: np.ndarray,  # their 0/1 outcomes (uint8)
 ) -> tuple[np.ndarray, np.ndarray]:  # the sorted confidences (dtype of `c`) and their outcomes (uint8)
     """Confidences in [0, 1] sorted ascending and their 0/1 outcomes carried along (equal confidences ordered by
     outcome)."""
-    key = _pack(c, y)
+    wide = c.dtype == np.float64
+    ui = np.uint64 if wide else np.uint32
+    key = c.view(ui) << ui(1)
+    key |= y
     # 64 bits: a finite float >= 0 for q in [0, 1], same order, faster sort
-    (key.view(np.float64) if key.dtype == np.uint64 else key).sort()
-    return _unpack(key, c.dtype)
+    (key.view(np.float64) if wide else key).sort()
+    ys = key.astype(np.uint8)                                # each key's low byte (unsigned casts wrap)...
+    ys &= np.uint8(1)                                        # ...and in it the outcome bit
+    key >>= ui(1)                                            # in place: the sorted confidences' bit patterns
+    return key.view(c.dtype), ys
 
 # %% ../nbs/02_binning.ipynb #78ffd103
 def keep_ties(
@@ -202,13 +192,13 @@ class BinStats:
 SLICE_MIN = 1024   # bins averaging at least this many events are summed slice by slice, smaller ones by one reduceat
 
 def stats_from_sorted(
-    cs: np.ndarray,  # confidences sorted ascending (descending for the adaptive bins), or as `select_pairs` leaves them
+    cs: np.ndarray,  # confidences sorted ascending (or descending, for the adaptive bins)
     ys: np.ndarray,  # their 0/1 outcomes (uint8)
     starts: np.ndarray,  # rank at which each bin starts (ascending, first 0)
     moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
 ) -> BinStats:  # the bins' counts and sums
     """`BinStats` of sorted confidences `cs` and 0/1 outcomes `ys` (uint8) cut at ranks `starts` (contiguous bins, first
-    start 0); `cs` need only hold each bin's smallest confidence first and its largest last (`select_pairs`)."""
+    start 0)."""
     ends = np.append(starts[1:], len(cs))
     f64 = lambda: cs.astype(np.float64, copy=False)          # float32 confidences: moments products in float64
     if len(starts) * SLICE_MIN <= len(cs):                  # few large bins: slice sums, no full-size temporaries
@@ -218,68 +208,15 @@ def stats_from_sorted(
         s = dict(sum_conf=sums(lambda b: cs[b].sum(dtype=np.float64)),
                  sum_correct=sums(lambda b: np.count_nonzero(yb[b])))
         if moments:
-            c64 = f64()                                      # outcomes as floats slice by slice: no full copy
+            c64, yf = f64(), ys.astype(np.float64)
             s |= dict(sum_conf2=sums(lambda b: wsum(c64[b], c64[b])),
-                      sum_conf_correct=sums(lambda b: wsum(c64[b], ys[b].astype(np.float64))))
+                      sum_conf_correct=sums(lambda b: wsum(c64[b], yf[b])))
     else:                                                    # many small bins: one pass per sum
         sums = lambda a: np.add.reduceat(a, starts, dtype=np.float64)
         s = dict(sum_conf=sums(cs), sum_correct=sums(ys))
         if moments: c64 = f64(); s |= dict(sum_conf2=sums(c64 * c64), sum_conf_correct=sums(c64 * ys))
     return BinStats(n=(ends - starts).astype(np.int64), lo=cs[starts].astype(np.float64),
                     hi=cs[ends - 1].astype(np.float64), **s)
-
-# %% ../nbs/02_binning.ipynb #7be97517
-SELECT_MIN_EVENTS = 1 << 16   # equal-mass bins of at least this many events are found by selection, not a sort...
-SELECT_MAX_BINS = 256         # ...when they are at most this many (a selection makes about log2(bins) passes)
-SELECT_SAMPLE = 1024          # ...and when at least half of this many confidences, evenly spaced in the input, differ
-
-def _select(key: np.ndarray, lo: int, hi: int, ranks: list) -> None:
-    "Partition `key[lo:hi]` in place so that each of `ranks` (ascending, in lo..hi−1) holds the key of that rank."
-    if not ranks: return
-    m = len(ranks) // 2                                      # the middle rank, then each side: single-rank
-    k = ranks[m]                                              # partitions (numpy vectorises those)
-    key[lo:hi].partition(k - lo)
-    _select(key, lo, k, ranks[:m]); _select(key, k + 1, hi, ranks[m + 1:])
-
-def _selectable(c: np.ndarray, n_bins: int) -> bool:
-    "Whether the `n_bins` equal-mass bins of confidences `c` are found by selection: many events, few bins, few ties."
-    if len(c) < SELECT_MIN_EVENTS or n_bins > SELECT_MAX_BINS: return False
-    sample = c[::max(1, len(c) // SELECT_SAMPLE)]             # long runs of equal keys slow a partition down
-    return 2 * len(np.unique(sample)) > len(sample)
-
-def select_pairs(
-    c: np.ndarray,  # confidences in [0, 1], float32 or float64
-    y: np.ndarray,  # their 0/1 outcomes (uint8)
-    starts: np.ndarray,  # ranks at which the bins start (`bin_starts`: ascending, first 0)
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # confidences (dtype of `c`), outcomes (uint8), the bins' starts
-    """The events rearranged, not sorted, so that the equal-mass bins cut at ranks `starts`, with the cuts that split
-    a run of equal confidences moved as `keep_ties` moves them (the starts returned), are contiguous slices, each
-    with its smallest confidence first and its largest last (what `stats_from_sorted` reads)."""
-    n, key = len(c), _pack(c, y)
-    _select(key, 0, n, starts.tolist())
-    bounds = np.append(starts, n)
-    for s, e in zip(bounds[:-1], bounds[1:]):                # each slice's largest key to its end
-        i = s + int(key[s:e].argmax()); key[[i, e - 1]] = key[[e - 1, i]]
-    k = starts[1:]
-    v = key[k] >> 1                                          # the confidence (bit pattern) at each cut
-    inside = np.flatnonzero(key[k - 1] >> 1 == v)            # cuts that split a run of equal confidences
-    if len(inside):
-        k, v = k.copy(), v[inside]
-        first = np.searchsorted(key[bounds[1:] - 1] >> 1, v, 'left')       # the run's first slice...
-        last = np.searchsorted(key[starts] >> 1, v, 'right') - 1          # ...and its last one
-        rank = lambda j, below: bounds[j] + np.count_nonzero(key[bounds[j]:bounds[j + 1]] < below)
-        a = np.array([rank(j, x << 1) for j, x in zip(first, v)])         # the run spans ranks a..b−1
-        b = np.array([rank(j, (x << 1) + 2) for j, x in zip(last, v)])
-        k[inside] = np.where(k[inside] - a > b - k[inside], b, a)         # to the nearer end (its start on a half)
-        starts = np.unique(np.r_[0, k[(k > 0) & (k < n)]]).astype(np.intp)
-        cuts = bounds.tolist()
-        for r in starts.tolist():                            # a moved cut inside a slice: partition the slice there
-            i = bisect_left(cuts, r)
-            if cuts[i] == r: continue
-            s, e = cuts[i - 1], cuts[i]
-            key[s:e].partition(np.unique([0, r - s - 1, r - s, e - s - 1]))
-            cuts.insert(i, r)
-    return (*_unpack(key, c.dtype), starts)
 
 # %% ../nbs/02_binning.ipynb #47f01272
 def equal_mass_stats(
@@ -291,16 +228,10 @@ def equal_mass_stats(
     moments: bool = False,  # also Σconf² and Σconf·correct (the Brier score needs them)
 ) -> BinStats:  # the bins' counts and sums, in ascending confidence
     """`BinStats` of equal-mass bins (exactly one of `bin_size`, `n_bins`; ties kept together); `moments` adds Σconf²,
-    Σconf·correct. Many events with few ties in few bins are selected (`select_pairs`), others sorted."""
-    spec = dict(bin_size=bin_size, n_bins=n_bins)
-    if not isinstance(conf, SortedEvents):
-        c, y = as_pairs(conf, correct)
-        starts = bin_starts(len(c), **spec)
-        if _selectable(c, len(starts)):
-            return stats_from_sorted(*select_pairs(c, y, starts), moments)
-        conf, correct = SortedEvents(*sort_pairs(c, y)), None
+    Σconf·correct."""
     se = sorted_events(conf, correct)
-    return stats_from_sorted(se.cs, se.ys, keep_ties(se.cs, bin_starts(len(se.cs), **spec)), moments)
+    starts = bin_starts(len(se.cs), bin_size=bin_size, n_bins=n_bins)
+    return stats_from_sorted(se.cs, se.ys, keep_ties(se.cs, starts), moments)
 
 # %% ../nbs/02_binning.ipynb #4e98f686
 MAX_FIXED_BINS = 10**7   # fixed-width bins beyond this would need GBs of per-bin arrays (5 float64 sums per bin)

@@ -11,8 +11,8 @@ from unittest import mock
 import numpy as np, pandas as pd, pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from calibkit.events import as_pairs, events_from_scores, top_label_events
-from calibkit.binning import (bin_starts, equal_mass_bins, equal_mass_stats, fixed_width_bins, keep_ties, select_pairs,
-                              sort_pairs, sorted_events, stats_from_sorted)
+from calibkit.binning import (bin_starts, equal_mass_bins, equal_mass_stats, fixed_width_bins, keep_ties, sort_pairs,
+                              stats_from_sorted)
 from calibkit.metrics import (_bootstrap_samples, _resample_stats, brier, calib_mse, calib_mse_interval, ece, gmce,
                               marginal_ce, smce)
 
@@ -190,27 +190,6 @@ def test_equal_mass_equals_reference(p, data):
         assert ece(conf, correct, n_bins=nb, norm='l2') == close(math.sqrt(l2sq))
         assert ece(conf, correct, n_bins=nb, norm='max') == close(mx)
         assert smce(pd.DataFrame({'conf': conf, 'correct': correct}), n_bins=nb) == close(math.sqrt(l2sq))
-
-@props(80)
-@given(st.one_of(pairs(), grid_pairs()), st.data())
-def test_selection_gives_the_sorted_routes_bins(p, data):
-    """Equal-mass bins by selection (`select_pairs`, forced on small data) are the sorted route's and the reference's:
-    the same counts, outcome sums, smallest and largest confidences; the sums equal up to summation order."""
-    conf, correct = p
-    n = len(conf)
-    kw = data.draw(st.sampled_from(['bin_size', 'n_bins']).flatmap(
-        lambda k: st.integers(1, n).map(lambda v: {k: v})), label='bins')
-    with (mock.patch('calibkit.binning._selectable', return_value=True),
-          mock.patch('calibkit.binning.select_pairs', wraps=select_pairs) as spy):
-        got = equal_mass_stats(conf, correct, moments=True, **kw)
-    assert spy.call_count == 1
-    by_sort = equal_mass_stats(sorted_events(conf, correct), moments=True, **kw)
-    ref = ref_equal_mass(conf, correct, **kw)
-    assert list(got.n) == [r[0] for r in ref] and list(got.sum_correct) == [r[2] for r in ref]
-    assert list(got.lo) == [r[3] for r in ref] and list(got.hi) == [r[4] for r in ref]
-    assert got.sum_conf == pytest.approx([r[1] for r in ref], rel=1e-12, abs=1e-300)
-    for f in ('sum_conf', 'sum_conf2', 'sum_conf_correct'):
-        assert getattr(got, f) == pytest.approx(getattr(by_sort, f), rel=1e-12, abs=1e-300)
 
 @props()
 @given(pairs(), st.integers(1, 25))
