@@ -11,8 +11,8 @@ from typing import NamedTuple
 import numpy as np, pandas as pd
 from .config import FORMATS, check_threshold, decode_utf8, first_line, require
 from .events import check_bool, check_choice, check_probs, check_scores, events_from_scores, sum_tolerance
-from .extractors.base import JSONL_BATCH, Records, _no_gc, _object, fast_records, jsonl_lines
-from .extractors.seq2seq import read_calibration_metric_logits
+from .jsonl import JSONL_BATCH, Records, _no_gc, _object, fast_records, jsonl_lines
+
 
 # %% auto #0
 __all__ = ['EVENT_SUFFIXES', 'TEXT_COLUMNS', 'SCORE_INPUTS', 'GLOB_CHARS', 'PLAN_REASONS', 'show_path', 'InputError',
@@ -715,6 +715,7 @@ def load_input(
     if extractor is not None: ev = _extract(extractor, path)
     elif suffix in ('.npz', '.npy'): return read_scores(path, threshold=threshold, strict_labels=strict_labels)
     elif suffix == '.logits' or (suffix in ('.jsonl', '.json') and _is_top_logits(path)):
+        from calibkit.extractors.seq2seq import read_calibration_metric_logits   # lazy: extractors import scikit-learn
         try: ev = read_calibration_metric_logits(path)
         except (ValueError, TypeError, KeyError) as e: raise InputError(f'{show_path(path)}: {first_line(e)}') from None
     else: ev = read_events(path)

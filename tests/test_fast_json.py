@@ -6,7 +6,7 @@ import json, random, re
 import pytest
 import calibkit as ck
 from calibkit.extractors import llm, seq2seq
-from calibkit.extractors.base import _object, fast_records, jsonl_lines
+from calibkit.jsonl import _object, fast_records, jsonl_lines
 from calibkit.extractors.llm import openai_sequence_events, openai_token_events
 from calibkit.inputs import InputError, jsonl_batches, load_input
 

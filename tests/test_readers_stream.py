@@ -5,7 +5,7 @@ import json, math, tracemalloc
 import pytest
 import calibkit as ck
 from calibkit import inputs
-from calibkit.extractors.base import Records
+from calibkit.jsonl import Records
 from calibkit.inputs import InputError, jsonl_batches, load_input, read_events
 
 

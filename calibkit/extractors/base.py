@@ -4,16 +4,13 @@
 
 # %% ../../nbs/18_extractor_base.ipynb #899fc6db
 from __future__ import annotations
-import codecs, contextlib, gc
-from collections.abc import Callable, Iterator, Mapping
-from itertools import chain
-from pathlib import Path
-import numpy as np, orjson, pandas as pd
+from collections.abc import Mapping
+import pandas as pd
 from sklearn.base import BaseEstimator
-from ..config import decode_utf8
+
 
 # %% auto #0
-__all__ = ['JSONL_BATCH', 'Extractor', 'jsonl_lines', 'Records', 'fast_records']
+__all__ = ['Extractor']
 
 # %% ../../nbs/18_extractor_base.ipynb #bb1b80d2
 class Extractor(BaseEstimator):
@@ -51,85 +48,6 @@ class Extractor(BaseEstimator):
             raise ValueError(f'extractor {self.name!r}: output lacks key(s) {missing}; it reads {list(reads)}'
                              + (f' and optionally {list(optional)}' if optional else '') + f'; got keys {list(output)}')
         return {k: output.get(k) for k in [*reads, *optional]}
-
-# %% ../../nbs/18_extractor_base.ipynb #e2592cc4
-JSONL_BATCH = 1 << 22          # bytes of lines read (and parsed) at a time by the JSON Lines readers: 4 MiB
-
-@contextlib.contextmanager
-def _no_gc():
-    """The cyclic garbage collector paused: parsed JSON holds no reference cycles, and a batch's hundreds of thousands
-    of new objects would otherwise set off collections that traverse them all, again and again."""
-    was = gc.isenabled()
-    gc.disable()
-    try: yield
-    finally:
-        if was: gc.enable()
-
-def jsonl_lines(
-    path,  # a UTF-8 text file (JSON Lines)
-    *,
-    name: str | None = None,  # the file as messages name it (default: `str(path)`)
-    error: type[Exception] = ValueError,  # raised for a byte that is not UTF-8
-    batch_bytes: int = JSONL_BATCH,  # about this many bytes of whole lines per batch
-) -> Iterator[tuple[int, list[str]]]:  # per batch: the number of its first line and its lines (blank ones too)
-    """The lines of `path`, a batch of about `batch_bytes` at a time, a leading byte-order mark dropped; a byte that
-    is not UTF-8 raises `error` naming its line and column."""
-    with open(path, 'rb') as f:
-        line, head = 1, True
-        while chunk := f.read(batch_bytes):
-            chunk += f.readline()                                   # to the end of the batch's last line
-            if head: chunk, head = chunk.removeprefix(codecs.BOM_UTF8), False
-            try: text = chunk.decode('utf-8')
-            except UnicodeDecodeError:                              # the whole file, only to name the line
-                decode_utf8(Path(path).read_bytes(), str(path) if name is None else name, error)
-                raise
-            lines = text.split('\n')
-            if text.endswith('\n'): lines.pop()
-            yield line, lines
-            line += len(lines)
-
-class Records:
-    "The records of a JSON Lines file, read lazily: iterating gives `(line number, record)` pairs."
-    def __init__(self,
-                 name: str,  # the file as messages name it
-                 batches: Callable[[], Iterator[list[tuple[int, dict]]]],  # a fresh stream of batches at each call
-                ): self.name, self.batches = name, batches
-    def __iter__(self): return chain.from_iterable(self.batches())   # a batch is freed before the next is read
-    def __repr__(self): return f'Records({self.name!r})'
-
-
-# %% ../../nbs/18_extractor_base.ipynb #1b87cd6e
-def _object(pairs: list) -> dict:
-    "A JSON object (`json`'s `object_pairs_hook`); a key written twice is refused (`json` keeps the last silently)."
-    d = dict(pairs)
-    if len(d) < len(pairs):
-        keys = [k for k, _ in pairs]
-        raise ValueError(f'key {next(k for k in keys if keys.count(k) > 1)!r} appears twice in one object')
-    return d
-
-def _digits19(b: bytes) -> bool:
-    "Whether `b` holds a run of 19 or more ASCII digits: runs of 2, 4, 8, 16, then 19, by shifted ANDs of the mask."
-    m = np.frombuffer(b, np.uint8) - np.uint8(48) < 10
-    for s in (1, 2, 4, 8, 3): m = m[:-s] & m[s:]
-    return bool(m.any())
-
-def fast_records(
-    first: int,  # the number of the first line
-    lines: list[str],  # a batch of lines (`jsonl_lines`); blank ones are skipped
-) -> list[tuple[int, dict]] | None:  # (line number, object) of each non-blank line, or None: take the exact route
-    """The JSON object of each non-blank line, parsed by orjson, exactly as `json` with `_object` would read it; None
-    when orjson cannot tell: a line it refuses or that is no object, a key written twice (fewer colons once written
-    out again), an integer of 19 digits or more, a colon escaped as `\\u003a`."""
-    numbers = [i for i, line in enumerate(lines, first) if line.strip()]
-    kept = [lines[i - first] for i in numbers]
-    text = '\n'.join(kept)
-    if '\\u003a' in text or '\\u003A' in text or _digits19(text.encode('utf-8')): return None
-    try:
-        recs = list(map(orjson.loads, kept))
-        if set(map(type, recs)) - {dict} or orjson.dumps(recs).count(b':') != text.count(':'): return None
-    except (ValueError, TypeError): return None          # orjson's JSONDecodeError and JSONEncodeError (depth)
-    return list(zip(numbers, recs))
-
 
 # %% ../../nbs/18_extractor_base.ipynb #4afe094c
 from ..config import public_dir

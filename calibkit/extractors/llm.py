@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Callable
 import numpy as np, pandas as pd
 from ..events import check_bool, check_choice, check_float, count_true
-from .base import Extractor, Records, _no_gc
+from .base import Extractor
+from ..jsonl import Records, _no_gc
 from .seq2seq import SEQUENCE_HOWS, _kind, _top_logit_records, exact_match, sequence_events
 
 # %% auto #0

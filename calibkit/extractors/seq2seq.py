@@ -8,7 +8,8 @@ import json
 from typing import Callable, Mapping
 import numpy as np, pandas as pd
 from ..events import as_pairs, check_choice, check_conf, check_correct, count_true
-from .base import Extractor, _no_gc, _object, fast_records, jsonl_lines
+from .base import Extractor
+from ..jsonl import _no_gc, _object, fast_records, jsonl_lines
 from ..config import require
 
 # %% auto #0
