@@ -156,6 +156,14 @@ def progress(iterable=None,          # what to iterate over (tqdm's first argume
     return tqdm(iterable, disable=quiet or not sys.stderr.isatty(), **kw)
 
 # %% ../nbs/00_config.ipynb #ec916d31
+def _deterministic(torch, mode: bool):
+    """torch's deterministic-algorithms flag. `torch.use_deterministic_algorithms` also imports `torch._inductor` to set
+    the flag of compiled code: 2-3 s of sympy and dynamo in every process, for code that calibkit never compiles. So
+    the eager flag is set alone unless inductor is already loaded (or this torch lacks the setter it calls)."""
+    if 'torch._inductor.config' in sys.modules or not hasattr(torch._C, '_set_deterministic_algorithms'):
+        torch.use_deterministic_algorithms(mode)
+    else: torch._C._set_deterministic_algorithms(mode)
+
 @contextmanager
 def fixed_threads():
     "One thread for BLAS, OpenMP (threadpoolctl) and, if loaded, torch (deterministic algorithms); restored after."
@@ -163,10 +171,10 @@ def fixed_threads():
     torch = sys.modules.get('torch')          # never imported here: only pinned when the caller uses it
     saved = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()) if torch else None
     with threadpool_limits(1):
-        if torch: torch.set_num_threads(1); torch.use_deterministic_algorithms(True)
+        if torch: torch.set_num_threads(1); _deterministic(torch, True)
         try: yield
         finally:
-            if torch: torch.set_num_threads(saved[0]); torch.use_deterministic_algorithms(saved[1])
+            if torch: torch.set_num_threads(saved[0]); _deterministic(torch, saved[1])
 
 # %% ../nbs/00_config.ipynb #801513eb
 def require(
