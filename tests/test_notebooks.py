@@ -176,10 +176,16 @@ def test_writing_back_rewrites_a_notebook_whose_numbers_moved(tmp_path, monkeypa
 
 
 def test_executing_twice_gives_identical_notebooks():
-    "Outputs are deterministic: two executions of a fast notebook give byte-identical files, in nbdev-clean's form."
+    """Outputs are deterministic: two executions of a fast notebook give byte-identical files, in nbdev-clean's form,
+    one in an ordinary kernel and one in a kernel forked by tools/forkkernel.py (as check-notebooks runs them: a forked
+    kernel computes what an ordinary one does); the kernel server and its socket are gone after."""
+    from tools import forkkernel
     paths = [ROOT/'nbs'/n for n in FAST]
-    with ProcessPoolExecutor(2) as pool:                 # both executions at once (check-notebooks compares each
-        done = list(pool.map(nbcheck.execute, paths * 2))   # notebook with its committed outputs: this samples)
+    env = dict(os.environ)
+    with forkkernel.serving(env) as forked, ProcessPoolExecutor(2) as pool:   # both at once (check-notebooks compares
+        assert os.path.exists(forked[forkkernel.SOCKET_ENV])    # each notebook with its committed outputs: this samples)
+        done = list(pool.map(nbcheck.execute, paths * 2, [env] * len(paths) + [forked] * len(paths)))
+    assert not os.path.exists(forked[forkkernel.SOCKET_ENV])
     first, second = done[:len(paths)], done[len(paths):]
     for path, a, b in zip(paths, first, second):
         assert a == b, nbcheck.first_difference(path.name, a, b)
@@ -227,3 +233,4 @@ def test_a_kernel_that_dies_starting_is_started_again_once(tmp_path, monkeypatch
     monkeypatch.setattr(nbcheck, '_run', failing(nbcheck.KERNEL_DIED, nbcheck.KERNEL_DIED))
     with pytest.raises(RuntimeError, match=nbcheck.KERNEL_DIED): nbcheck.execute(p)   # twice: the error stands
     assert len(tries) == 2
+
