@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np, pandas as pd
 from scipy.special import digamma
 from .events import check_int, numeric_array
-from .binning import SortedEvents, run_chunks, sorted_events
+from .binning import SortedEvents, run_chunks, sorted_events, wsum
 
 # %% auto #0
 __all__ = ['MAX_CURVE_POINTS', 'COVERAGES', 'Ranking', 'ranking', 'risk_coverage', 'expected_errors', 'selective_risk', 'aurc',
@@ -148,24 +148,33 @@ def _sums(x: Ranking | SortedEvents) -> _Sums:
     """AURC = (1/n) Σ_j a_j h_j + b_j m_j (b = e/m, a = E − e − (K − m) b, h the harmonic steps), AUGRC = (1/n²)
     Σ_j m_j (E_j − e_j) + e_j (m_j + 1)/2 and AUROC's Σ_j (m_j − e_j)(errors − E_j + e_j/2), over the runs j (most
     confident first: m events, e errors, K events and E errors in it and the more confident ones). One pass over
-    cache-sized chunks in ascending confidence, from the counts below each chunk (exact: integers): no full-length
-    arrays; each term has the bits of the whole-array formula, the chunks' sums are added in order."""
+    cache-sized chunks in ascending confidence, from the counts below each chunk: no full-length arrays. Where every
+    run is one event the terms reduce to AURC's E/K, AUGRC's E and, per correct event, errors − E (exact integers,
+    summed in any order); the chunks' sums are added in order."""
     n, errors = _totals(x)
     chunks = x.run_chunks() if isinstance(x, SortedEvents) else run_chunks(*(a[::-1] for a in (x.conf, x.m, x.m - x.e)))
     below = wrong = area = gen = pairs = 0.0          # events and errors less confident than the chunk; the sums
     for v, m, s in chunks:
-        one = np.ndim(m) == 0                         # every run one event (m = 1)
         e = np.subtract(m, s, dtype=np.float64)       # errors per run
-        W = (np.cumsum(s ^ np.uint8(1), dtype=np.int32) if one else np.cumsum(e)) + wrong   # errors in this run and below
-        if one: K = np.arange(n - below, n - below - len(e), -1.0)
-        else: K = np.cumsum(m); K += below; np.subtract(n, K, out=K); K += m
-        below, wrong = n - K[-1] + m if one else n - K[-1] + m[-1], W[-1]
+        if np.ndim(m) == 0:                           # one event per run
+            K = np.arange(n - below, n - below - len(e), -1.0)
+            E = np.add(errors - wrong, e)
+            E -= np.cumsum(s ^ np.uint8(1), dtype=np.int32)
+            total, k = float(E.sum()), float(e.sum())
+            gen += total
+            pairs += errors * (len(e) - k) - total + float(wsum(E, e))   # Σ over correct events of errors − E
+            area += float(np.divide(E, K, out=E).sum())
+            below, wrong = below + len(e), wrong + k
+            continue
+        W = np.cumsum(e); W += wrong                  # errors in this run and the less confident ones
+        K = np.cumsum(m); K += below; np.subtract(n, K, out=K); K += m
+        below, wrong = n - K[-1] + m[-1], W[-1]
         Ee = np.subtract(errors, W)                   # E − e: errors in the more confident runs
-        b = e if one else e / m
+        b = e / m
         a = K - m; a *= b; np.subtract(Ee, a, out=a)
-        a *= 1 / K if one else _harmonic_steps(K, m); a += b if one else b * m
+        a *= _harmonic_steps(K, m); a += b * m
         area += float(a.sum())
-        gen += float((Ee + e if one else m * Ee + e * (m + 1) / 2).sum())
+        gen += float((m * Ee + e * (m + 1) / 2).sum())
         W -= e; W += e / 2; W *= s                    # (m − e)(errors − E + e/2)
         pairs += float(W.sum())
     return _Sums(n, errors, area / n, gen / (n * n), pairs)

@@ -12,9 +12,9 @@ from .events import as_pairs, check_choice, check_float, check_int, count_true
 from .binning import BinStats, bin_stats, bin_table, SortedEvents, sorted_events, wsum
 
 # %% auto #0
-__all__ = ['CALIBRATED', 'RESAMPLE_BATCH', 'Significance', 'spiegelhalter_test', 'cumulative_differences', 'brownian_max_abs_sf',
-           'brownian_range_sf', 'ecce_mad_test', 'ecce_r_test', 'bernoulli_bin_sums', 'debiased_sq_gaps',
-           'calib_mse_test', 'consistency_bands', 'binomial_bands']
+__all__ = ['CALIBRATED', 'PATH_SEGMENT', 'RESAMPLE_BATCH', 'Significance', 'spiegelhalter_test', 'cumulative_differences',
+           'brownian_max_abs_sf', 'brownian_range_sf', 'ecce_mad_test', 'ecce_r_test', 'bernoulli_bin_sums',
+           'debiased_sq_gaps', 'calib_mse_test', 'consistency_bands', 'binomial_bands']
 
 # %% ../nbs/05_significance.ipynb #22af7634
 class Significance(NamedTuple):
@@ -26,6 +26,29 @@ class Significance(NamedTuple):
 CALIBRATED = 'the confidences are calibrated: each event is correct with probability equal to its confidence'
 
 # %% ../nbs/05_significance.ipynb #b3fb4e5d
+PATH_SEGMENT = 64   # steps of the cumulative differences summed as one (`_path_extremes`)
+
+def _path_extremes(d: np.ndarray, m, start: float, hi: float, lo: float) -> tuple[float, float, float]:
+    """The largest and smallest running sum start + d_0 + … + d_k (or `hi`, `lo` if beyond), and the last one, of
+    steps |d_k| <= m_k (`m`: an array, or one number for all), with no running sum of every step (numpy's cumsum is
+    sequential, several vectorised passes' cost): `PATH_SEGMENT` steps are summed (einsum: a fixed order), these sums
+    run from segment to segment, and a segment's own running sums are formed only when it may pass `hi` or `lo` (it
+    moves at most Σm from its start; the margin covers rounding)."""
+    pad = -len(d) % PATH_SEGMENT                             # zero steps (the same sums) to whole segments
+    rows = lambda a: (np.concatenate((a, np.zeros(pad))) if pad else a).reshape(-1, PATH_SEGMENT)
+    seg = rows(d)
+    at = np.cumsum(np.concatenate(([start], np.einsum('ij->i', seg))))   # before each segment, and after the last
+    hi, lo = max(hi, float(at.max())), min(lo, float(at.min()))
+    reach = np.einsum('ij->i', rows(m)) if np.ndim(m) else np.full(len(seg), PATH_SEGMENT * m)
+    reach += 1e-12 * (np.abs(at[:-1]) + reach)               # rounding: far above PATH_SEGMENT · 2⁻⁵³ of the sums
+    near = np.flatnonzero((at[:-1] + reach > hi) | (at[:-1] - reach < lo))
+    if len(near):
+        p = seg[near]
+        p[:, 0] += at[near]
+        np.cumsum(p, axis=1, out=p)
+        hi, lo = max(hi, float(p.max())), min(lo, float(p.min()))
+    return hi, lo, float(at[-1])
+
 class _NullSums(NamedTuple):
     "What the tests read from sorted events' runs (value v, events m, correct s), summed in one pass."
     hi: float       # max over k of n·C_k, Tygert's cumulative differences times n (C_0 = 0 included)
@@ -38,16 +61,14 @@ def _null_sums(
     se: SortedEvents,   # the events sorted once (`calibkit.binning.sorted_events`)
 ) -> _NullSums:
     """`_NullSums` from one pass over cache-sized chunks of the runs (`SortedEvents.run_chunks`: no full-length
-    temporaries), kept in `se.memo` for the next test; C_k continues from chunk to chunk (the same bits as one
-    cumulative sum), the other sums add the chunks' sums in order."""
+    temporaries), kept in `se.memo` for the next test; the chunks' sums are added in order."""
     if 'null_sums' in se.memo: return se.memo['null_sums']
     hi = lo = run = spread = num = var = 0.0
     for v, m, s in se.run_chunks():
         d = np.subtract(s, v * m if np.ndim(m) else v)     # s − m·v per run
         w = v * -2.0; w += 1.0                             # 1 − 2v
         num += float(wsum(d, w))
-        d[0] += run; np.cumsum(d, out=d)                   # n·C_k
-        hi, lo, run = max(hi, float(d.max())), min(lo, float(d.min())), float(d[-1])
+        hi, lo, run = _path_extremes(d, m, run, hi, lo)    # n·C_k (|s − m·v| <= m)
         q = 1.0 - v; q *= v                                # v(1 − v)
         if np.ndim(m): q *= m
         spread += float(q.sum())
