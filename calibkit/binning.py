@@ -69,7 +69,7 @@ def tie_runs(
     return cs[first].astype(np.float64), np.diff(np.r_[first, len(cs)]), np.add.reduceat(ys, first, dtype=np.float64)
 
 # %% ../nbs/02_binning.ipynb #6d3c4fe5
-RUN_CHUNK = 1 << 16   # runs per chunk of a pass over sorted events (a few cache-sized float64 arrays, no full-length ones)
+RUN_CHUNK = 1 << 16   # runs per chunk of a pass over sorted events (cache-sized float64 arrays, no full-length ones)
 
 def run_chunks(
     v: np.ndarray,  # each run's value, ascending
@@ -77,6 +77,8 @@ def run_chunks(
     s: np.ndarray,  # its outcome sum
 ):  # yields (values float64, counts float64, sums float64), `RUN_CHUNK` runs at a time
     "Runs given as whole arrays, `RUN_CHUNK` at a time in the given order, as float64 (one chunk converted at a time)."
+    if not len(v) == len(m) == len(s):
+        raise ValueError(f'v, m and s must have one value per run; got {len(v)}, {len(m)} and {len(s)} values')
     f = lambda a, i: a[i:i + RUN_CHUNK].astype(np.float64, copy=False)
     for i in range(0, len(v), RUN_CHUNK): yield f(v, i), f(m, i), f(s, i)
 

@@ -247,7 +247,7 @@ def selective_summary(
     return pd.Series(_selective_values(_ranked(conf, correct), _coverage(coverages, 'coverages')), name='selective')
 
 def _selective_values(x: Ranking | SortedEvents, cov: np.ndarray, warn: bool = True) -> dict:
-    "`selective_summary`'s values from a `Ranking` or sorted events; AUROC and PRR NaN when undefined (said when `warn`)."
+    "`selective_summary`'s values from a `Ranking` or `SortedEvents`; AUROC, PRR NaN when undefined (said when `warn`)."
     s = _sums(x)
     out = {'aurc': s.aurc, 'e_aurc': s.aurc - _oracle_aurc(s.n, s.errors), 'augrc': s.augrc}
     try:
