@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np, pandas as pd
 from scipy.special import digamma
 from .events import check_int, numeric_array
-from .binning import SortedEvents, run_chunks, sorted_events, wsum
+from .binning import SortedEvents, run_chunks, sorted_events
 
 # %% auto #0
 __all__ = ['MAX_CURVE_POINTS', 'COVERAGES', 'Ranking', 'ranking', 'risk_coverage', 'expected_errors', 'selective_risk', 'aurc',
@@ -155,17 +155,17 @@ def _sums(x: Ranking | SortedEvents) -> _Sums:
     chunks = x.run_chunks() if isinstance(x, SortedEvents) else run_chunks(*(a[::-1] for a in (x.conf, x.m, x.m - x.e)))
     below = wrong = area = gen = pairs = 0.0          # events and errors less confident than the chunk; the sums
     for v, m, s in chunks:
-        e = np.subtract(m, s, dtype=np.float64)       # errors per run
         if np.ndim(m) == 0:                           # one event per run
-            K = np.arange(n - below, n - below - len(e), -1.0)
-            E = np.add(errors - wrong, e)
-            E -= np.cumsum(s ^ np.uint8(1), dtype=np.int32)
-            total, k = float(E.sum()), float(e.sum())
-            gen += total
-            pairs += errors * (len(e) - k) - total + float(wsum(E, e))   # Σ over correct events of errors − E
+            K = np.arange(n - below, n - below - len(s), -1.0)
+            c = np.cumsum(s ^ np.uint8(1), dtype=np.int32); c += s       # errors up to each event, plus its outcome
+            E = np.subtract(errors - wrong + 1, c, dtype=np.float64)     # errors − (errors less confident)
+            total, k = float(E.sum()), float(len(s) - np.count_nonzero(s))
+            gen += total                              # the chunk's errors have E = errors − wrong − 0, 1, …, k − 1:
+            pairs += errors * (len(s) - k) - total + k * (errors - wrong) - k * (k - 1) / 2   # Σ_correct errors − E
             area += float(np.divide(E, K, out=E).sum())
-            below, wrong = below + len(e), wrong + k
+            below, wrong = below + len(s), wrong + k
             continue
+        e = np.subtract(m, s, dtype=np.float64)       # errors per run
         W = np.cumsum(e); W += wrong                  # errors in this run and the less confident ones
         K = np.cumsum(m); K += below; np.subtract(n, K, out=K); K += m
         below, wrong = n - K[-1] + m[-1], W[-1]
