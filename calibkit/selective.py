@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np, pandas as pd
 from scipy.special import digamma
 from .events import check_int, numeric_array
-from .binning import SortedEvents, run_chunks, sorted_events
+from .binning import RUN_CHUNK, SortedEvents, run_chunks, sorted_events
 
 # %% auto #0
 __all__ = ['MAX_CURVE_POINTS', 'COVERAGES', 'Ranking', 'ranking', 'risk_coverage', 'expected_errors', 'selective_risk', 'aurc',
@@ -154,11 +154,13 @@ def _sums(x: Ranking | SortedEvents) -> _Sums:
     n, errors = _totals(x)
     chunks = x.run_chunks() if isinstance(x, SortedEvents) else run_chunks(*(a[::-1] for a in (x.conf, x.m, x.m - x.e)))
     below = wrong = area = gen = pairs = 0.0          # events and errors less confident than the chunk; the sums
+    rank = np.arange(RUN_CHUNK, dtype=np.float64)     # an event's place in its chunk
     for v, m, s in chunks:
         if np.ndim(m) == 0:                           # one event per run
-            K = np.arange(n - below, n - below - len(s), -1.0)
-            c = np.cumsum(s ^ np.uint8(1), dtype=np.int32); c += s       # errors up to each event, plus its outcome
-            E = np.subtract(errors - wrong + 1, c, dtype=np.float64)     # errors − (errors less confident)
+            K = np.subtract(n - below, rank[:len(s)])
+            c = np.zeros(len(s), np.int32)
+            np.cumsum(s[:-1] ^ np.uint8(1), dtype=np.int32, out=c[1:])   # the chunk's errors below each event
+            E = np.subtract(errors - wrong, c, dtype=np.float64)         # errors − (errors less confident)
             total, k = float(E.sum()), float(len(s) - np.count_nonzero(s))
             gen += total                              # the chunk's errors have E = errors − wrong − 0, 1, …, k − 1:
             pairs += errors * (len(s) - k) - total + k * (errors - wrong) - k * (k - 1) / 2   # Σ_correct errors − E
