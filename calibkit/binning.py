@@ -69,7 +69,7 @@ def tie_runs(
     return cs[first].astype(np.float64), np.diff(np.r_[first, len(cs)]), np.add.reduceat(ys, first, dtype=np.float64)
 
 # %% ../nbs/02_binning.ipynb #6d3c4fe5
-RUN_CHUNK = 1 << 16   # runs per chunk of a pass over sorted events (cache-sized float64 arrays, no full-length ones)
+RUN_CHUNK = 1 << 17   # runs per chunk of a pass over sorted events (cache-sized float64 arrays, no full-length ones)
 
 def run_chunks(
     v: np.ndarray,  # each run's value, ascending
