@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_binning.ipynb #4657bfe4
 from __future__ import annotations
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from statistics import NormalDist
 import numpy as np, pandas as pd
@@ -12,11 +12,12 @@ from .config import BINNINGS, default
 from .events import as_pairs, check_choice, check_float, check_int
 
 # %% auto #0
-__all__ = ['SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'BIN_INTERVALS', 'DING_Z', 'SWEEP_BLOCK', 'sort_pairs', 'keep_ties',
-           'tie_runs', 'SortedEvents', 'sorted_events', 'bin_starts', 'bin_spec', 'wsum', 'aggregate_gaps', 'BinStats',
-           'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges', 'fixed_width_index', 'fixed_width_stats',
-           'z_value', 'bin_interval', 'bin_table', 'equal_mass_bins', 'fixed_width_bins', 'ding_sizes',
-           'adaptive_stats', 'sweep_n_bins', 'sweep_stats', 'bin_stats', 'group_bins', 'BINNINGS']
+__all__ = ['RUN_CHUNK', 'SLICE_MIN', 'MAX_FIXED_BINS', 'FREE_FIXED_BINS', 'BIN_INTERVALS', 'DING_Z', 'SWEEP_BLOCK', 'sort_pairs',
+           'keep_ties', 'tie_runs', 'run_chunks', 'SortedEvents', 'sorted_events', 'bin_starts', 'bin_spec', 'wsum',
+           'aggregate_gaps', 'BinStats', 'stats_from_sorted', 'equal_mass_stats', 'fixed_width_edges',
+           'fixed_width_index', 'fixed_width_stats', 'z_value', 'bin_interval', 'bin_table', 'equal_mass_bins',
+           'fixed_width_bins', 'ding_sizes', 'adaptive_stats', 'sweep_n_bins', 'sweep_stats', 'bin_stats', 'group_bins',
+           'BINNINGS']
 
 # %% ../nbs/02_binning.ipynb #aaa6565c
 def sort_pairs(
@@ -68,16 +69,42 @@ def tie_runs(
     return cs[first].astype(np.float64), np.diff(np.r_[first, len(cs)]), np.add.reduceat(ys, first, dtype=np.float64)
 
 # %% ../nbs/02_binning.ipynb #6d3c4fe5
+RUN_CHUNK = 1 << 17   # runs per chunk of a pass over sorted events (cache-sized float64 arrays, no full-length ones)
+
+def run_chunks(
+    v: np.ndarray,  # each run's value, ascending
+    m: np.ndarray,  # its event count
+    s: np.ndarray,  # its outcome sum
+):  # yields (values float64, counts float64, sums float64), `RUN_CHUNK` runs at a time
+    "Runs given as whole arrays, `RUN_CHUNK` at a time in the given order, as float64 (one chunk converted at a time)."
+    if not len(v) == len(m) == len(s):
+        raise ValueError(f'v, m and s must have one value per run; got {len(v)}, {len(m)} and {len(s)} values')
+    f = lambda a, i: a[i:i + RUN_CHUNK].astype(np.float64, copy=False)
+    for i in range(0, len(v), RUN_CHUNK): yield f(v, i), f(m, i), f(s, i)
+
 @dataclass(frozen=True, eq=False)
 class SortedEvents:
     "Validated events sorted once by confidence (`sort_pairs`); their runs of equal confidences found once, if asked."
     cs: np.ndarray  # confidences sorted ascending
     ys: np.ndarray  # their 0/1 outcomes (uint8), equal confidences ordered by outcome
+    memo: dict = field(default_factory=dict, repr=False)  # statistics other modules computed from them, by name
 
     @cached_property
     def runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         "`tie_runs(cs, ys)`: each run of equal confidences' value, event count and outcome sum."
         return tie_runs(self.cs, self.ys)
+
+    @cached_property
+    def distinct(self) -> bool:
+        "Whether no two confidences are equal (every run one event: continuous scores)."
+        return bool(np.all(self.cs[1:] != self.cs[:-1]))
+
+    def run_chunks(self):
+        """The runs in ascending confidence, `RUN_CHUNK` at a time, as `run_chunks` yields them; when every run is one
+        event (`distinct`), straight from `cs` and `ys`: each count is then the number 1.0 and the sums are `ys`."""
+        if not self.distinct: yield from run_chunks(*self.runs); return
+        for i in range(0, len(self.cs), RUN_CHUNK):
+            yield self.cs[i:i + RUN_CHUNK].astype(np.float64, copy=False), 1.0, self.ys[i:i + RUN_CHUNK]
 
 def sorted_events(
     conf,  # confidences in [0, 1], an events frame with columns `conf` and `correct`, or a `SortedEvents`
@@ -208,9 +235,9 @@ def stats_from_sorted(
         s = dict(sum_conf=sums(lambda b: cs[b].sum(dtype=np.float64)),
                  sum_correct=sums(lambda b: np.count_nonzero(yb[b])))
         if moments:
-            c64, yf = f64(), ys.astype(np.float64)
+            c64 = f64()                                      # outcomes as float64 one bin at a time
             s |= dict(sum_conf2=sums(lambda b: wsum(c64[b], c64[b])),
-                      sum_conf_correct=sums(lambda b: wsum(c64[b], yf[b])))
+                      sum_conf_correct=sums(lambda b: wsum(c64[b], ys[b].astype(np.float64))))
     else:                                                    # many small bins: one pass per sum
         sums = lambda a: np.add.reduceat(a, starts, dtype=np.float64)
         s = dict(sum_conf=sums(cs), sum_correct=sums(ys))

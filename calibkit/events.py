@@ -170,6 +170,7 @@ def check_correct(
     if n is not None and len(a) != n:
         raise ValueError(f'{name} has {len(a)} values but conf has {n}: lengths must match')
     if a.dtype == bool: return a.view(np.uint8)
+    if a.dtype.kind == 'u' and a.max(initial=0) <= 1: return a.astype(np.uint8)   # unsigned: one pass
     ok = (a == 0) | (a == 1)
     if not ok.all():
         bad = a[~ok]

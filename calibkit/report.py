@@ -12,11 +12,12 @@ from fastcore.basics import patch
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
 from .events import as_pairs, check_bool, check_choice, check_int, check_probs, check_scores, events_from_scores
-from .binning import BINNINGS, BinStats, bin_interval, bin_stats, bin_table, group_bins, sorted_events
+from .binning import (BINNINGS, BinStats, SortedEvents, bin_interval, bin_stats, bin_table, group_bins, sort_pairs,
+                              sorted_events)
 from .metrics import calib_mse_interval, ece_interval
 from .significance import CALIBRATED, binomial_bands, consistency_bands, ecce_r_test, spiegelhalter_test
 from .paired import CI_BUDGET, binned_metrics   # CI_BUDGET: one definition, shared with the paired bootstrap
-from .selective import COVERAGES, MAX_CURVE_POINTS, ranking, risk_coverage, selective_summary
+from .selective import COVERAGES, MAX_CURVE_POINTS, risk_coverage, selective_summary
 from .conformal import ConformalSets, set_summary
 from .plugins import make, registry
 
@@ -609,7 +610,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
         metrics, bins, groups, curves, info = [], [], [], [], {}
         gn = dict(grouper=_plugin_name(grouper), n_groups=getattr(g, 'n_groups_', None))
         for stage, (ev, c, y) in stages.items():
-            se = sorted_events(c, y)                     # one sort per stage: its bins, tests and ranking
+            se = SortedEvents(*sort_pairs(c, y))         # validated above; one sort per stage: its bins, tests, ranking
             st = stage_stats(c, y, n_bins=n_bins, bin_size=bin_size, binning=binning, warn=said.append, presorted=se)
             if stage == 'before': summary = _summary(events, st)
             rows = metric_rows(st, level=level, n_samples=n_samples, seed=seed)
@@ -619,8 +620,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                 ib, ivtext = interval_bins(c, *interval, st)
                 bt = bt.assign(p0=ib.p0.to_numpy(), p1=ib.p1.to_numpy())
             bins.append(bt.reset_index().assign(stage=stage, group='all'))
-            rk = ranking(se)                             # the selective metrics and the curve
-            curves.append(risk_coverage(rk, max_points=MAX_CURVE_POINTS).assign(stage=stage))
+            curves.append(risk_coverage(se, max_points=MAX_CURVE_POINTS).assign(stage=stage))   # and selective
             rname = None if len(stages) == 1 else _plugin_name(recalibrator)
             n_fit = len(scores['fit'][0]) if matrix and fit is None else None if fit is None else len(fit)
             info[stage] = dict(name=stage_name(stage, len(c), recalibrator=rname, fit_name=fit_name, n_fit=n_fit,
@@ -629,7 +629,7 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
                                bins_note=bins_note(st, n_bins=n_bins, bin_size=bin_size, binning=binning),
                                verdict=stage_verdict(bt, rows, level), bands=bands,
                                significance=stage_significance(se, None, level=level),
-                               selective=selective_summary(rk).to_dict())
+                               selective=selective_summary(se).to_dict())
             if g is None: continue
             with _events_of(names[0]): gid = np.asarray(g.assign(ev['label']))
             gb = 'equal_mass' if binning in ('adaptive', 'sweep') else binning
@@ -688,9 +688,7 @@ def _dask_stage(ev, *, n_bins, bin_size, binning, level, n_samples, seed, sample
     rows = metric_rows(st, level=level, n_samples=n_samples, seed=seed)
     bt = binomial_bands(st, level)
     c, y = cd.sample(ev, size=sample_size, seed=seed)
-    se = sorted_events(c, y)
-    rk = ranking(se)
-    return st, bound, rows, bt, se, rk
+    return st, bound, rows, bt, sorted_events(c, y)
 
 def _bound_note(b: dict | None, total: int) -> str | None:
     if b is None: return None
@@ -765,7 +763,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
         gn = dict(grouper=_plugin_name(grouper), n_groups=getattr(g, 'n_groups_', None))
         n_fit = None
         for stage, ev in stages.items():
-            st, bound, rows, bt, se, rk = _dask_stage(ev, **kw)
+            st, bound, rows, bt, se = _dask_stage(ev, **kw)
             if stage == 'before':
                 summary = dict(events=st.total, accuracy=float(st.sum_correct.sum() / st.total),
                                mean_conf=float(st.sum_conf.sum() / st.total))
@@ -777,7 +775,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
             if stage == 'after' and n_fit is None: n_fit = int(len(fit))
             metrics += [dict(stage=stage, **r) for r in rows]
             bins.append(bt.reset_index().assign(stage=stage, group='all'))
-            curves.append(risk_coverage(rk, max_points=MAX_CURVE_POINTS).assign(stage=stage))
+            curves.append(risk_coverage(se, max_points=MAX_CURVE_POINTS).assign(stage=stage))
             note = bins_note(st, n_bins=n_bins, bin_size=bin_size, binning=binning)
             bnote = _bound_note(bound, st.total)
             info[stage] = dict(name=stage_name(stage, st.total, recalibrator=rname if len(stages) > 1 else None,
@@ -786,7 +784,7 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                                bins_note='; '.join(x for x in (note, bnote) if x) or None,
                                equal_mass_bound=bound, verdict=stage_verdict(bt, rows, level), bands='out_of_core',
                                significance=stage_significance(se, None, level=level), sample=len(se.cs),
-                               selective=selective_summary(rk).to_dict())
+                               selective=selective_summary(se).to_dict())
             if g is None: continue
             mapping = pd.Series(np.asarray(g.assign(pd.Series(labels.index))), index=labels.index)
             gb = cd.group_stats(ev, mapping, n_bins=n_bins, bin_size=bin_size, binning=binning, sketch=sketch)

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np, pandas as pd
 from scipy.special import digamma
 from .events import check_int, numeric_array
-from .binning import sorted_events
+from .binning import RUN_CHUNK, SortedEvents, run_chunks, sorted_events
 
 # %% auto #0
 __all__ = ['MAX_CURVE_POINTS', 'COVERAGES', 'Ranking', 'ranking', 'risk_coverage', 'expected_errors', 'selective_risk', 'aurc',
@@ -34,10 +34,31 @@ def ranking(
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame, a `SortedEvents` or a `Ranking`)
 ) -> Ranking:
     "The runs of equal confidence, descending, from one sort and one pass (`sorted_events(...).runs`); a Ranking as is."
-    if isinstance(conf, Ranking):
-        if correct is not None: raise ValueError('conf is a Ranking (it holds the outcomes): correct must be None')
-        return conf
-    return _runs_ranking(*sorted_events(conf, correct).runs)
+    x = _ranked(conf, correct)
+    return x if isinstance(x, Ranking) else _runs_ranking(*x.runs)
+
+def _ranked(conf, correct) -> Ranking | SortedEvents:
+    "A `Ranking` as is, else the events sorted once (`sorted_events`): what the metrics below read."
+    if not isinstance(conf, Ranking): return sorted_events(conf, correct)
+    if correct is not None: raise ValueError('conf is a Ranking (it holds the outcomes): correct must be None')
+    return conf
+
+def _totals(x: Ranking | SortedEvents) -> tuple[float, float]:
+    "The number of events and of errors."
+    if isinstance(x, Ranking): return x.n, x.errors
+    return float(len(x.cs)), float(len(x.cs) - np.count_nonzero(x.ys))
+
+def _runs_at(x: Ranking | SortedEvents, t) -> Ranking:
+    """The runs holding the t-th most confident events (t ascending, in 1..n), as a `Ranking` of them (repeated when
+    one run holds several); events of distinct confidences are counted in place, with no `Ranking` of them all."""
+    if isinstance(x, Ranking) or not x.distinct:
+        r = ranking(x)
+        return Ranking(*(a[np.searchsorted(r.K, t)] for a in r))
+    n, K = len(x.cs), np.asarray(t, np.float64)
+    at = n - K.astype(np.intp)                           # their ranks in ascending confidence, descending
+    cut = np.r_[n, at]
+    right = np.cumsum([np.count_nonzero(x.ys[a:b]) for a, b in zip(cut[1:], cut[:-1])])   # correct among the top t
+    return Ranking(x.cs[at].astype(np.float64), np.ones(len(K)), 1.0 - x.ys[at], K, K - right)
 
 def _runs_ranking(v: np.ndarray, m: np.ndarray, s: np.ndarray) -> Ranking:
     "The `Ranking` of runs given in ascending confidence: each run's value, event count (> 0) and outcome sum."
@@ -55,14 +76,16 @@ def risk_coverage(
     max_points=None,  # keep at most this many points, spread evenly in coverage (for charts); None keeps all
 ) -> pd.DataFrame:
     "The risk–coverage curve: per distinct confidence (descending) `conf, coverage, risk, gen_risk, oracle_risk`."
-    r = ranking(conf, correct)
-    j = slice(None)
-    if max_points is not None:
+    x = _ranked(conf, correct)
+    n, errors = _totals(x)
+    if max_points is None: r = ranking(x)
+    else:
         k = check_int('max_points', max_points, 2)
-        j = np.unique(np.searchsorted(r.K, np.ceil(np.arange(1, k + 1) * r.n / k)))   # first run reaching i/k of n
-    K, E = r.K[j], r.E[j]
-    return pd.DataFrame({'conf': r.conf[j], 'coverage': K / r.n, 'risk': E / K, 'gen_risk': E / r.n,
-                         'oracle_risk': np.maximum(0, K - (r.n - r.errors)) / K})
+        r = _runs_at(x, np.ceil(np.arange(1, k + 1) * n / k))                  # the first run reaching i/k of n
+        r = Ranking(*(a[np.r_[True, r.K[1:] > r.K[:-1]]] for a in r))           # each once
+    K, E = r.K, r.E
+    return pd.DataFrame({'conf': r.conf, 'coverage': K / n, 'risk': E / K, 'gen_risk': E / n,
+                         'oracle_risk': np.maximum(0, K - (n - errors)) / K})
 
 # %% ../nbs/06_selective.ipynb #cb398bad
 def expected_errors(
@@ -83,11 +106,11 @@ def _coverage(values, name: str) -> np.ndarray:
         raise ValueError(f'{name} must be in (0, 1]: {int(bad.sum())} of {cov.size} values are not, e.g. {cov[bad][0]}')
     return cov
 
-def _risk_at(r: Ranking, cov: np.ndarray) -> np.ndarray:
+def _risk_at(x: Ranking | SortedEvents, cov: np.ndarray) -> np.ndarray:
     """Ē(k)/k for the k = ⌈cov·n⌉ most confident events (cov·n rounded first: 0.9 · 10 is 9, not
     9.000000000000002)."""
-    k = np.maximum(1, np.ceil(np.round(cov * r.n, 9)))
-    return expected_errors(r, k) / k
+    k = np.maximum(1, np.ceil(np.round(cov * _totals(x)[0], 9)))
+    return expected_errors(_runs_at(x, np.sort(k)), k) / k
 
 def selective_risk(
     conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
@@ -97,8 +120,7 @@ def selective_risk(
 ):
     "The expected error rate among the ⌈coverage·n⌉ most confident events (ties in random order)."
     cov = _coverage(coverage, 'coverage')
-    r = ranking(conf, correct)
-    risk = _risk_at(r, cov)
+    risk = _risk_at(_ranked(conf, correct), cov)
     return float(risk[0]) if np.ndim(coverage) == 0 else risk
 
 # %% ../nbs/06_selective.ipynb #1833a82f
@@ -106,63 +128,101 @@ def _harmonic(k) -> np.ndarray:
     "H_k − γ = ψ(k + 1): harmonic numbers up to a constant, which cancels in differences."
     return digamma(np.asarray(k) + 1)
 
-def _harmonic_steps(r: Ranking) -> np.ndarray:
-    "H_{K_j} − H_{K_{j−1}} per run: 1/K_j for a single event (exact, and no digamma), ψ differences for ties."
-    out = 1 / r.K
-    tied = np.flatnonzero(r.m > 1)
-    out[tied] = _harmonic(r.K[tied]) - _harmonic(r.K[tied] - r.m[tied])
+def _harmonic_steps(K: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """H_{K_j} − H_{K_j − m_j} per run (K_j events in it and the more confident ones, m_j in it): 1/K_j for a single
+    event (exact, and no digamma), ψ differences for ties."""
+    out = 1 / K
+    tied = np.flatnonzero(m > 1)
+    out[tied] = _harmonic(K[tied]) - _harmonic(K[tied] - m[tied])
     return out
 
-def _aurc(r: Ranking) -> float:
-    b = r.e / r.m
-    a = r.E - r.e - (r.K - r.m) * b
-    return float(np.sum(a * _harmonic_steps(r) + b * r.m) / r.n)
+class _Sums(NamedTuple):
+    "The areas and AUROC's numerator, summed over the runs in one pass (`_sums`)."
+    n: float        # events
+    errors: float   # wrong events
+    aurc: float     # AURC
+    augrc: float    # AUGRC
+    pairs: float    # Σ (correct, wrong) pairs ranked correct first, ties counting ½ (AUROC's numerator)
+
+def _sums(x: Ranking | SortedEvents) -> _Sums:
+    """AURC = (1/n) Σ_j a_j h_j + b_j m_j (b = e/m, a = E − e − (K − m) b, h the harmonic steps), AUGRC = (1/n²)
+    Σ_j m_j (E_j − e_j) + e_j (m_j + 1)/2 and AUROC's Σ_j (m_j − e_j)(errors − E_j + e_j/2), over the runs j (most
+    confident first: m events, e errors, K events and E errors in it and the more confident ones). One pass over
+    cache-sized chunks in ascending confidence, from the counts below each chunk: no full-length arrays. Where every
+    run is one event the terms reduce to AURC's E/K, AUGRC's E and, per correct event, errors − E (exact integers,
+    summed in any order); the chunks' sums are added in order."""
+    n, errors = _totals(x)
+    chunks = x.run_chunks() if isinstance(x, SortedEvents) else run_chunks(*(a[::-1] for a in (x.conf, x.m, x.m - x.e)))
+    below = wrong = area = gen = pairs = 0.0          # events and errors less confident than the chunk; the sums
+    rank = np.arange(RUN_CHUNK, dtype=np.float64)     # an event's place in its chunk
+    for v, m, s in chunks:
+        if np.ndim(m) == 0:                           # one event per run
+            K = np.subtract(n - below, rank[:len(s)])
+            c = np.zeros(len(s), np.int32)
+            np.cumsum(s[:-1] ^ np.uint8(1), dtype=np.int32, out=c[1:])   # the chunk's errors below each event
+            E = np.subtract(errors - wrong, c, dtype=np.float64)         # errors − (errors less confident)
+            total, k = float(E.sum()), float(len(s) - np.count_nonzero(s))
+            gen += total                              # the chunk's errors have E = errors − wrong − 0, 1, …, k − 1:
+            pairs += errors * (len(s) - k) - total + k * (errors - wrong) - k * (k - 1) / 2   # Σ_correct errors − E
+            area += float(np.divide(E, K, out=E).sum())
+            below, wrong = below + len(s), wrong + k
+            continue
+        e = np.subtract(m, s, dtype=np.float64)       # errors per run
+        W = np.cumsum(e); W += wrong                  # errors in this run and the less confident ones
+        K = np.cumsum(m); K += below; np.subtract(n, K, out=K); K += m
+        below, wrong = n - K[-1] + m[-1], W[-1]
+        Ee = np.subtract(errors, W)                   # E − e: errors in the more confident runs
+        b = e / m
+        a = K - m; a *= b; np.subtract(Ee, a, out=a)
+        a *= _harmonic_steps(K, m); a += b * m
+        area += float(a.sum())
+        gen += float((m * Ee + e * (m + 1) / 2).sum())
+        W -= e; W += e / 2; W *= s                    # (m − e)(errors − E + e/2)
+        pairs += float(W.sum())
+    return _Sums(n, errors, area / n, gen / (n * n), pairs)
 
 def aurc(
     conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> float:
     "Area under the risk–coverage curve, (1/n) Σ_i Ē(i)/i (Geifman et al. 2019); ties counted in random order."
-    return _aurc(ranking(conf, correct))
+    return _sums(_ranked(conf, correct)).aurc
 
 # %% ../nbs/06_selective.ipynb #8e8b6ac8
-def _oracle_aurc(r: Ranking) -> float:
-    n_correct = r.n - r.errors
-    return float((r.errors - n_correct * (_harmonic(r.n) - _harmonic(n_correct))) / r.n)
+def _oracle_aurc(n: float, errors: float) -> float:
+    n_correct = n - errors
+    return float((errors - n_correct * (_harmonic(n) - _harmonic(n_correct))) / n)
 
 def e_aurc(
     conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> float:
     "Excess AURC: AURC minus the AURC of the oracle ranking (every correct event first), exact for finite n."
-    r = ranking(conf, correct)
-    return _aurc(r) - _oracle_aurc(r)
+    s = _sums(_ranked(conf, correct))
+    return s.aurc - _oracle_aurc(s.n, s.errors)
 
 # %% ../nbs/06_selective.ipynb #b36592e1
-def _augrc(r: Ranking) -> float:
-    return float(np.sum(r.m * (r.E - r.e) + r.e * (r.m + 1) / 2) / (r.n * r.n))
-
 def augrc(
     conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> float:
     "Area under the generalised risk–coverage curve, (1/n²) Σ_i Ē(i) (Traub et al. 2024); ties in random order."
-    return _augrc(ranking(conf, correct))
+    return _sums(_ranked(conf, correct)).augrc
 
 # %% ../nbs/06_selective.ipynb #797fc1db
-def _auroc(r: Ranking) -> float:
-    n_correct = r.n - r.errors
-    if r.errors == 0 or n_correct == 0:
-        raise ValueError(f'correct: all {r.n:.0f} events are {"correct" if r.errors == 0 else "wrong"}; AUROC and PRR '
+def _auroc(s: _Sums) -> float:
+    n_correct = s.n - s.errors
+    if s.errors == 0 or n_correct == 0:
+        raise ValueError(f'correct: all {s.n:.0f} events are {"correct" if s.errors == 0 else "wrong"}; AUROC and PRR '
                          'need both correct and wrong events')
-    return float(np.sum((r.m - r.e) * (r.errors - r.E + r.e / 2)) / (n_correct * r.errors))
+    return float(s.pairs / (n_correct * s.errors))
 
 def auroc(
     conf,           # confidences in [0, 1], or an events frame with columns `conf` and `correct`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> float:
     "AUROC of the confidence for correctness: P(conf of a correct event > conf of a wrong one), ties counting ½."
-    return _auroc(ranking(conf, correct))
+    return _auroc(_sums(_ranked(conf, correct)))
 
 # %% ../nbs/06_selective.ipynb #6c43c4fa
 def prr(
@@ -171,10 +231,10 @@ def prr(
 ) -> float:
     """Prediction–rejection ratio (Malinin & Gales 2021): AUGRC's place between a random (0) and the oracle (1)
     ranking."""
-    r = ranking(conf, correct)
-    _auroc(r)                                    # the same undefined cases, with the same error
-    rand, best = r.errors * (r.n + 1) / (2 * r.n ** 2), r.errors * (r.errors + 1) / (2 * r.n ** 2)
-    return (rand - _augrc(r)) / (rand - best)
+    s = _sums(_ranked(conf, correct))
+    _auroc(s)                                    # the same undefined cases, with the same error
+    rand, best = s.errors * (s.n + 1) / (2 * s.n ** 2), s.errors * (s.errors + 1) / (2 * s.n ** 2)
+    return (rand - s.augrc) / (rand - best)
 
 # %% ../nbs/06_selective.ipynb #4f0df555
 COVERAGES = (0.8, 0.9, 0.95)   # the coverages a summary quotes the selective risk at
@@ -186,18 +246,18 @@ def selective_summary(
     coverages=COVERAGES,    # coverages in (0, 1] to report the selective risk at
 ) -> pd.Series:
     "AURC, E-AURC, AUGRC, AUROC, PRR and the selective risk at `coverages`, from one sort."
-    return pd.Series(_selective_values(ranking(conf, correct), _coverage(coverages, 'coverages')), name='selective')
+    return pd.Series(_selective_values(_ranked(conf, correct), _coverage(coverages, 'coverages')), name='selective')
 
-def _selective_values(r: Ranking, cov: np.ndarray, warn: bool = True) -> dict:
-    "`selective_summary`'s values from a `Ranking`; AUROC and PRR NaN when undefined (said when `warn`)."
-    area = _aurc(r)
-    out = {'aurc': area, 'e_aurc': area - _oracle_aurc(r), 'augrc': _augrc(r)}
+def _selective_values(x: Ranking | SortedEvents, cov: np.ndarray, warn: bool = True) -> dict:
+    "`selective_summary`'s values from a `Ranking` or `SortedEvents`; AUROC, PRR NaN when undefined (said when `warn`)."
+    s = _sums(x)
+    out = {'aurc': s.aurc, 'e_aurc': s.aurc - _oracle_aurc(s.n, s.errors), 'augrc': s.augrc}
     try:
-        a = _auroc(r)
+        a = _auroc(s)
     except ValueError as err:
         if warn: warnings.warn(f'{err}: reported as NaN', stacklevel=3)
         a = np.nan
-    return out | {'auroc': a, 'prr': 2 * a - 1} | {f'risk@{c:g}': v for c, v in zip(cov, _risk_at(r, cov))}
+    return out | {'auroc': a, 'prr': 2 * a - 1} | {f'risk@{c:g}': v for c, v in zip(cov, _risk_at(x, cov))}
 
 # %% ../nbs/06_selective.ipynb #92ffd583
 from .config import public_dir

@@ -12,9 +12,9 @@ from .events import as_pairs, check_choice, check_float, check_int, count_true
 from .binning import BinStats, bin_stats, bin_table, SortedEvents, sorted_events, wsum
 
 # %% auto #0
-__all__ = ['CALIBRATED', 'RESAMPLE_BATCH', 'Significance', 'spiegelhalter_test', 'cumulative_differences', 'brownian_max_abs_sf',
-           'brownian_range_sf', 'ecce_mad_test', 'ecce_r_test', 'bernoulli_bin_sums', 'debiased_sq_gaps',
-           'calib_mse_test', 'consistency_bands', 'binomial_bands']
+__all__ = ['CALIBRATED', 'PATH_SEGMENT', 'RESAMPLE_BATCH', 'Significance', 'spiegelhalter_test', 'cumulative_differences',
+           'brownian_max_abs_sf', 'brownian_range_sf', 'ecce_mad_test', 'ecce_r_test', 'bernoulli_bin_sums',
+           'debiased_sq_gaps', 'calib_mse_test', 'consistency_bands', 'binomial_bands']
 
 # %% ../nbs/05_significance.ipynb #22af7634
 class Significance(NamedTuple):
@@ -26,6 +26,56 @@ class Significance(NamedTuple):
 CALIBRATED = 'the confidences are calibrated: each event is correct with probability equal to its confidence'
 
 # %% ../nbs/05_significance.ipynb #b3fb4e5d
+PATH_SEGMENT = 64   # steps of the cumulative differences summed as one (`_path_extremes`)
+
+def _path_extremes(d: np.ndarray, m, start: float, hi: float, lo: float) -> tuple[float, float, float]:
+    """The largest and smallest running sum start + d_0 + … + d_k (or `hi`, `lo` if beyond), and the last one, of
+    steps |d_k| <= m_k (`m`: an array, or one number for all), with no running sum of every step (numpy's cumsum is
+    sequential, several vectorised passes' cost): `PATH_SEGMENT` steps are summed (einsum: a fixed order), these sums
+    run from segment to segment, and a segment's own running sums are formed only when it may pass `hi` or `lo` (it
+    moves at most Σm from its start; the margin covers rounding)."""
+    pad = -len(d) % PATH_SEGMENT                             # zero steps (the same sums) to whole segments
+    rows = lambda a: (np.concatenate((a, np.zeros(pad))) if pad else a).reshape(-1, PATH_SEGMENT)
+    seg = rows(d)
+    at = np.cumsum(np.concatenate(([start], np.einsum('ij->i', seg))))   # before each segment, and after the last
+    hi, lo = max(hi, float(at.max())), min(lo, float(at.min()))
+    reach = np.einsum('ij->i', rows(m)) if np.ndim(m) else np.full(len(seg), PATH_SEGMENT * m)
+    reach += 1e-12 * (np.abs(at[:-1]) + reach)               # rounding: far above PATH_SEGMENT · 2⁻⁵³ of the sums
+    near = np.flatnonzero((at[:-1] + reach > hi) | (at[:-1] - reach < lo))
+    if len(near):
+        p = seg[near]
+        p[:, 0] += at[near]
+        np.cumsum(p, axis=1, out=p)
+        hi, lo = max(hi, float(p.max())), min(lo, float(p.min()))
+    return hi, lo, float(at[-1])
+
+class _NullSums(NamedTuple):
+    "What the tests read from sorted events' runs (value v, events m, correct s), summed in one pass."
+    hi: float       # max over k of n·C_k, Tygert's cumulative differences times n (C_0 = 0 included)
+    lo: float       # min over k of n·C_k
+    spread: float   # Σ m·v(1 − v) = (nσ)², σ the scale of C
+    num: float      # Σ (s − m·v)(1 − 2v): Spiegelhalter's numerator
+    var: float      # Σ m(1 − 2v)²v(1 − v): its variance under calibration
+
+def _null_sums(
+    se: SortedEvents,   # the events sorted once (`calibkit.binning.sorted_events`)
+) -> _NullSums:
+    """`_NullSums` from one pass over cache-sized chunks of the runs (`SortedEvents.run_chunks`: no full-length
+    temporaries), kept in `se.memo` for the next test; the chunks' sums are added in order."""
+    if 'null_sums' in se.memo: return se.memo['null_sums']
+    hi = lo = run = spread = num = var = 0.0
+    for v, m, s in se.run_chunks():
+        d = np.subtract(s, v * m if np.ndim(m) else v)     # s − m·v per run
+        w = v * -2.0; w += 1.0                             # 1 − 2v
+        num += float(wsum(d, w))
+        hi, lo, run = _path_extremes(d, m, run, hi, lo)    # n·C_k (|s − m·v| <= m)
+        q = 1.0 - v; q *= v                                # v(1 − v)
+        if np.ndim(m): q *= m
+        spread += float(q.sum())
+        w *= w; var += float(wsum(w, q))
+    se.memo['null_sums'] = out = _NullSums(hi, lo, spread, num, var)
+    return out
+
 def spiegelhalter_test(
     conf,                             # confidences in [0, 1], an events frame (`conf`, `correct`) or a `SortedEvents`
     correct=None,                     # outcomes 0/1 (None when `conf` is an events frame)
@@ -34,14 +84,11 @@ def spiegelhalter_test(
 ) -> Significance:
     "Spiegelhalter's (1986) Z test: Z = Σ(y−p)(1−2p) / √Σ(1−2p)²p(1−p), standard normal when calibrated."
     check_choice('alternative', alternative, ('two-sided', 'greater'))
-    se = sorted_events(conf, correct)   # summed in order of confidence: the same bits in any row order
-    ys, p = se.ys, se.cs.astype(np.float64)
-    w = 1 - 2 * p
-    var = float(wsum(w * w, p * (1 - p)))
-    if var == 0:
+    s = _null_sums(sorted_events(conf, correct))   # summed in order of confidence: the same bits in any row order
+    if s.var == 0:
         raise ValueError("conf: every confidence is 0, 1/2 or 1, so Spiegelhalter's Z has zero variance under "
                          'the null: the test is undefined')
-    z = float(wsum(ys - p, w) / np.sqrt(var))
+    z = s.num / float(np.sqrt(s.var))
     return Significance(z, float(2 * ndtr(-abs(z)) if alternative == 'two-sided' else ndtr(-z)), CALIBRATED)
 
 # %% ../nbs/05_significance.ipynb #947b4112
@@ -50,7 +97,11 @@ def _cumulative(se: SortedEvents) -> tuple[np.ndarray, np.ndarray, np.ndarray, f
     v, m, s = se.runs
     n = len(se.cs)
     path = np.r_[0.0, np.cumsum(s - v * m)] / n
-    return v, np.cumsum(m) / n, path, float(np.sqrt(wsum(v * (1 - v), m.astype(np.float64)))) / n
+    return v, np.cumsum(m) / n, path, _sigma(se)
+
+def _sigma(se: SortedEvents) -> float:
+    "σ, the scale of the cumulative differences: √Σ m·v(1 − v) / n."
+    return float(np.sqrt(_null_sums(se).spread)) / len(se.cs)
 
 def cumulative_differences(
     conf,           # confidences in [0, 1], an events frame (`conf`, `correct`) or a `SortedEvents`
@@ -92,21 +143,22 @@ def brownian_range_sf(
     return float(1 - np.sum((8 / (x * x) + 2 / (h * h * np.pi ** 2)) * np.exp(-2 * h * h * np.pi ** 2 / (x * x))))
 
 # %% ../nbs/05_significance.ipynb #48fd1f0c
-def _ecce_path(conf, correct) -> tuple[np.ndarray, float]:
-    "C_0..C at each distinct confidence and σ, or a ValueError when σ = 0."
-    _, _, path, sigma = _cumulative(sorted_events(conf, correct))
+def _ecce_path(conf, correct) -> tuple[float, float, float]:
+    "The largest and smallest C_k (C_0 = 0 included) and σ, or a ValueError when σ = 0."
+    se = sorted_events(conf, correct)
+    sigma, s = _sigma(se), _null_sums(se)
     if sigma == 0:
         raise ValueError('conf: every confidence is 0 or 1, so the cumulative differences have no spread under the '
                          'null: the test is undefined')
-    return path, sigma
+    return s.hi / len(se.cs), s.lo / len(se.cs), sigma
 
 def ecce_mad_test(
     conf,           # confidences in [0, 1], an events frame (`conf`, `correct`) or a `SortedEvents`
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> Significance:
     "Tygert's ECCE-MAD test: statistic max|C_k|/σ (Kolmogorov–Smirnov type); asymptotic p-value P(sup|B| > it)."
-    path, sigma = _ecce_path(conf, correct)
-    x = float(np.abs(path).max()) / sigma
+    hi, lo, sigma = _ecce_path(conf, correct)
+    x = max(hi, -lo) / sigma
     return Significance(x, brownian_max_abs_sf(x), CALIBRATED)
 
 # %% ../nbs/05_significance.ipynb #88dc7b4c
@@ -115,8 +167,8 @@ def ecce_r_test(
     correct=None,   # outcomes 0/1 (None when `conf` is an events frame)
 ) -> Significance:
     "Tygert's ECCE-R test: statistic (max C_k − min C_k)/σ (Kuiper type); asymptotic p-value P(range of B > it)."
-    path, sigma = _ecce_path(conf, correct)
-    x = float(np.ptp(path)) / sigma
+    hi, lo, sigma = _ecce_path(conf, correct)
+    x = (hi - lo) / sigma
     return Significance(x, brownian_range_sf(x), CALIBRATED)
 
 # %% ../nbs/05_significance.ipynb #6fb79230
