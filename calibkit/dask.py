@@ -4,9 +4,11 @@
 
 # %% ../nbs/70_dask.ipynb #5d984c49
 from __future__ import annotations
-import warnings
+import inspect, warnings
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from types import GeneratorType
 from typing import NamedTuple
 import numpy as np, pandas as pd
 from .config import default, progress, require
@@ -22,7 +24,8 @@ from .inputs import EVENT_SUFFIXES, InputError, check_schemas, event_files, show
 
 # %% auto #0
 __all__ = ['dask', 'compute', 'EqualMass', 'equal_mass', 'equal_mass_stats', 'fixed_width_stats', 'gmce', 'sample',
-           'histogram_binning', 'transform', 'read_events', 'GroupStats', 'group_stats', 'label_counts']
+           'histogram_binning', 'transform', 'read_events', 'GroupStats', 'group_stats', 'label_counts', 'lazy',
+           'together']
 
 # %% ../nbs/70_dask.ipynb #138869a0
 def _columns(frame, cols):
@@ -162,11 +165,11 @@ def _combine(ops, *results):
     return tuple(op.reduce(np.stack(r), axis=0) if isinstance(op, np.ufunc) else op(r)
                  for op, r in zip(ops, zip(*results)))
 
-def _tree(tasks: list, ops: tuple, fan_in: int = 16):
-    "Compute per-partition results and combine them up a tree of tasks (`ops`: a ufunc or a function per field)."
+def _root(tasks: list, combine: Callable, fan_in: int = 16):
+    "Per-partition results combined up a tree of tasks, `fan_in` at a time, into one delayed result."
     while len(tasks) > 1:
-        tasks = [dask.delayed(partial(_combine, ops))(*tasks[i:i + fan_in]) for i in range(0, len(tasks), fan_in)]
-    return compute(tasks[0])[0]
+        tasks = [dask.delayed(combine)(*tasks[i:i + fan_in]) for i in range(0, len(tasks), fan_in)]
+    return tasks[0]
 
 def _bin_stats(sums, lo, hi) -> BinStats:
     "`BinStats` from the summed rows n, Σq, Σy[, Σq², Σqy] and the bins' `lo`, `hi`."
@@ -188,6 +191,37 @@ def compute(
     "`dask.compute(*tasks)` with a progress bar (tqdm via `calibkit.config.progress`; silent under `CALIBKIT_QUIET`)."
     with _Progress(desc): return dask.compute(*tasks)
 
+class _Pass(NamedTuple):
+    "A pass a lazy computation asks for: one task per partition of `data`, combined up a tree into one result."
+    data: tuple         # `_parts`' (conf, correct): an events frame and None, or two collections
+    label: bool         # the partitions must carry the label column
+    tasks: Callable     # the partitions (delayed `(conf, correct, label)`) -> one delayed result each
+    combine: Callable   # several results -> one
+
+def _fields(*ops) -> Callable: return partial(_combine, ops)   # results combined field by field
+
+def _each(block: Callable, *args) -> Callable:
+    "A pass's tasks: `block(partition, *args)` on every partition."
+    return lambda parts: [dask.delayed(block)(p, *args) for p in parts]
+
+def _run(*lazy) -> list:
+    """The results of lazy computations (generators that yield `_Pass`es and receive their results), in lockstep: a
+    step computes every unfinished one's next pass in one `compute`, over one set of partitions per data."""
+    out, got, live = [None] * len(lazy), {}, range(len(lazy))
+    while live:
+        asks = {}
+        for j in live:
+            try: asks[j] = lazy[j].send(got.get(j))
+            except StopIteration as stop: out[j] = stop.value
+        data = {}                         # by identity; with the label column when any pass of the step needs it
+        for a in asks.values():
+            key = tuple(map(id, a.data))
+            data[key] = a.data, a.label or (key in data and data[key][1])
+        parts = {key: _parts(*d, label=label) for key, (d, label) in data.items()}
+        roots = [_root(a.tasks(parts[tuple(map(id, a.data))]), a.combine) for a in asks.values()]
+        got, live = dict(zip(asks, compute(*roots))), list(asks)
+    return out
+
 # %% ../nbs/70_dask.ipynb #28fa6f41
 class EqualMass(NamedTuple):
     "Equal-mass bins of dask data from the stream's digest, and what they certify about the exact (in-memory) bins."
@@ -197,11 +231,13 @@ class EqualMass(NamedTuple):
     rank_error: np.ndarray   # C_i − s_i: the rank at which bin i starts minus its exact target rank (known exactly)
     rank_bound: np.ndarray   # the exact start, after the core's tie rule, is within this many events of C_i
 
-def _equal_mass(parts, spec: dict, groups=None, moments=False, sketch=None, capped=False) -> list[EqualMass | None]:
-    """Equal-mass bins per group (None for a group without events) from the merged digests; `spec`: `n_bins` or
-    `bin_size` (`capped`: at most a group's events). With `moments`, a second pass sums the bins with Σq², Σqy."""
+def _equal_mass(data, spec: dict, groups=None, moments=False, sketch=None, capped=False):
+    """Lazily (a generator of passes, `_run`): equal-mass bins per group (None for a group without events) of `data`
+    (`_parts`' arguments) from the merged digests; `spec`: `n_bins` or `bin_size` (`capped`: at most a group's
+    events). With `moments`, a second pass sums the bins with Σq², Σqy."""
     k = check_int('sketch', SKETCH if sketch is None else sketch, 1)
-    bad, acc, unknown = _tree([dask.delayed(_digest_block)(p, k, groups) for p in parts], (np.add, _merged, _unknown))
+    label = groups is not None
+    bad, acc, unknown = yield _Pass(data, label, _each(_digest_block, k, groups), _fields(np.add, _merged, _unknown))
     n = _check_bad(bad)
     if unknown[0]: raise ValueError(f'groups: labels of {unknown[0]} of {n} events have no group, e.g. {unknown[1]}')
     if not capped: bin_starts(n, **spec)                 # the core's error when there are more bins than events
@@ -209,8 +245,8 @@ def _equal_mass(parts, spec: dict, groups=None, moments=False, sketch=None, capp
     stats = [None if r is None else r[0] for r in res]
     if moments:                                          # the bins' edges: the first confidence of the cell after a cut
         edges = [np.empty(0) if r is None else np.r_[d.lo, np.inf][r[3].index] for r, d in zip(res, acc._digests)]
-        sums, lo, hi = _tree([dask.delayed(_equal_mass_block)(p, edges, groups, True) for p in parts],
-                             (np.add, np.minimum, np.maximum))
+        sums, lo, hi = yield _Pass(data, label, _each(_equal_mass_block, edges, groups, True),
+                                   _fields(np.add, np.minimum, np.maximum))
         off = np.cumsum([0] + [len(e) + 1 for e in edges])
         lo, hi = np.where(sums[0] > 0, lo, np.nan), np.where(sums[0] > 0, hi, np.nan)   # empty bins: no range
         stats = [None if r is None else _bin_stats(sums[:, a:b], lo[a:b], hi[a:b])
@@ -231,7 +267,15 @@ def _in_turn(res: list, index: pd.Index) -> tuple[BinStats, np.ndarray]:
               for k, v in vars(nonempty[0]).items() if v is not None}
     return BinStats(**fields), np.repeat(index.to_numpy()[have], [len(s.n) for s in nonempty])
 
+def _now(lazy: Callable, args: dict):
+    "A public function's result: its lazy twin (the same parameters) run alone."
+    return _run(lazy(**args))[0]
+
 # %% ../nbs/70_dask.ipynb #a6f466f8
+def _equal_mass_lazy(conf, correct, bin_size, n_bins, moments, sketch):
+    spec = bin_spec(n_bins, bin_size)                    # the core's default and error, before any pass
+    return (yield from _equal_mass((conf, correct), spec, moments=moments, sketch=sketch))[0]
+
 def equal_mass(
     conf,  # confidences: a dask array or series, or a dask events frame with `conf, correct`
     correct=None,  # outcomes, a dask array or series (None when `conf` is a frame)
@@ -243,8 +287,10 @@ def equal_mass(
 ) -> EqualMass:
     """Equal-mass bins (exactly one of `bin_size`, `n_bins`) of dask data from the merged digests of its partitions,
     with CalibMSE and ECE certified against the in-memory values, and each bin start's rank error and bound."""
-    spec = bin_spec(n_bins, bin_size)                    # the core's default and error, before any pass
-    return _equal_mass(_parts(conf, correct), spec, moments=moments, sketch=sketch)[0]
+    return _now(_equal_mass_lazy, locals())
+
+def _equal_mass_stats_lazy(conf, correct, bin_size, n_bins, moments, sketch):
+    return (yield from _equal_mass_lazy(conf, correct, bin_size, n_bins, moments, sketch)).stats
 
 def equal_mass_stats(
     conf,  # confidences: a dask array or series, or a dask events frame with `conf, correct`
@@ -256,7 +302,7 @@ def equal_mass_stats(
     sketch=None,  # the digest's k (default `calibkit.stream.SKETCH`)
 ) -> BinStats:
     "The `BinStats` of `equal_mass`: the in-memory function's arguments, and `sketch`."
-    return equal_mass(conf, correct, bin_size=bin_size, n_bins=n_bins, moments=moments, sketch=sketch).stats
+    return _now(_equal_mass_stats_lazy, locals())
 
 # %% ../nbs/70_dask.ipynb #0d814abf
 def _fixed_width_block(part, n_bins: int, moments: bool):
@@ -266,6 +312,14 @@ def _fixed_width_block(part, n_bins: int, moments: bool):
     w = [None, c64, y] + ([c64 * c64, np.where(y == 1, c64, 0.0)] if moments else [])
     return np.array([np.bincount(j, weights=x, minlength=n_bins) for x in w]), bad
 
+def _fixed_width_stats_lazy(conf, correct, n_bins, moments):
+    n_bins = default('n_bins', n_bins)
+    edges = fixed_width_edges(n_bins)
+    sums, bad = yield _Pass((conf, correct), False, _each(_fixed_width_block, int(n_bins), moments),
+                            _fields(np.add, np.add))
+    _check_bad(bad)
+    return _bin_stats(sums, edges[:-1], edges[1:])
+
 def fixed_width_stats(
     conf,  # confidences: a dask array or series, or a dask events frame with `conf, correct`
     correct=None,  # outcomes, a dask array or series (None when `conf` is a frame)
@@ -274,14 +328,17 @@ def fixed_width_stats(
     moments=False,  # also sum conf², conf·correct (for the Brier score)
 ) -> BinStats:
     "`BinStats` of `n_bins` equal-width bins on [0, 1] of dask data, in one pass; empty bins have n = 0."
-    n_bins = default('n_bins', n_bins)
-    edges = fixed_width_edges(n_bins)
-    sums, bad = _tree([dask.delayed(_fixed_width_block)(p, int(n_bins), moments) for p in _parts(conf, correct)],
-                      (np.add, np.add))
-    _check_bad(bad)
-    return _bin_stats(sums, edges[:-1], edges[1:])
+    return _now(_fixed_width_stats_lazy, locals())
 
 # %% ../nbs/70_dask.ipynb #e23f1ab2
+def _gmce_lazy(events, groups, n_bins):
+    n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
+    mapping, index = grp = _groups(groups)
+    res = yield from _equal_mass((events, None), dict(n_bins=n_bins), grp, capped=True)
+    t = group_errors(*_in_turn(res, index), index, n_bins=n_bins, intervals=False, who='gmce')
+    t.insert(3, 'n_labels', mapping.value_counts().reindex(t.group).to_numpy())
+    return t
+
 def gmce(
     events,  # a dask events frame with `conf, correct, label`
     groups,  # label -> group: a dict or a Series
@@ -290,12 +347,7 @@ def gmce(
 ) -> pd.DataFrame:
     """GMCE of a dask events frame: one row per group with events (`group, gmce, n_events, n_labels, n_bins`), as
     `calibkit.metrics.gmce`, by the same `calibkit.metrics.group_errors`."""
-    n_bins = check_int('n_bins', default('n_bins', n_bins), 1)
-    mapping, index = grp = _groups(groups)
-    res = _equal_mass(_parts(events, None, label=True), dict(n_bins=n_bins), grp, capped=True)
-    t = group_errors(*_in_turn(res, index), index, n_bins=n_bins, intervals=False, who='gmce')
-    t.insert(3, 'n_labels', mapping.value_counts().reindex(t.group).to_numpy())
-    return t
+    return _now(_gmce_lazy, locals())
 
 # %% ../nbs/70_dask.ipynb #318f49e0
 def _smallest_keys(size: int, *results):
@@ -309,6 +361,15 @@ def _sample_block(part, size: int, seed: int, i: int):
     if bad[2:].any(): _check_bad(bad)                          # the partition's own counts
     return _smallest_keys(size, (np.random.default_rng([seed, i]).random(len(c)), c, y))
 
+def _sample_lazy(conf, correct, size, seed):
+    size = check_int('size', size, 1)
+    seed = default('seed', seed)
+    tasks = lambda parts: [dask.delayed(_sample_block)(p, int(size), seed, i) for i, p in enumerate(parts)]
+    key, c, y = yield _Pass((conf, correct), False, tasks, partial(_smallest_keys, int(size)))
+    if len(c) == 0: raise ValueError('conf is empty')
+    o = np.argsort(key)                     # a random order, reproducible from `seed`
+    return c[o], y[o]
+
 def sample(
     conf,  # confidences: a dask array or series, or a dask events frame with `conf, correct`
     correct=None,  # outcomes, a dask array or series (None when `conf` is a frame)
@@ -317,17 +378,17 @@ def sample(
     seed=None,  # random seed (default: the settings' seed)
 ) -> tuple[np.ndarray, np.ndarray]:
     "A uniform random sample without replacement of `size` events of dask data (all if fewer), in memory."
-    size = check_int('size', size, 1)
-    seed = default('seed', seed)
-    tasks = [dask.delayed(_sample_block)(p, int(size), seed, i) for i, p in enumerate(_parts(conf, correct))]
-    while len(tasks) > 1:
-        tasks = [dask.delayed(partial(_smallest_keys, int(size)))(*tasks[i:i + 16]) for i in range(0, len(tasks), 16)]
-    key, c, y = tasks[0].compute()
-    if len(c) == 0: raise ValueError('conf is empty')
-    o = np.argsort(key)                     # a random order, reproducible from `seed`
-    return c[o], y[o]
+    return _now(_sample_lazy, locals())
 
 # %% ../nbs/70_dask.ipynb #e3603b38
+def _histogram_binning_lazy(conf, correct, n_bins, sketch):
+    st = (yield from _equal_mass_stats_lazy(conf, correct, None, default('n_bins', n_bins), False, sketch)).nonempty()
+    if st.sum_correct.sum() in (0, st.total):
+        raise ValueError(f'correct: all {st.total} fit events are {int(st.sum_correct.sum() > 0)}: '
+                         'a recalibrator needs both outcomes (0 and 1) to learn from')
+    # its bins are (upper edge of the previous, upper edge]: a bin's largest confidence is its upper edge
+    return HistogramBinning.from_bins(st.hi[:-1], st.n, st.acc)
+
 def histogram_binning(
     conf,  # confidences: a dask array or series, or a dask events frame with `conf, correct`
     correct=None,  # outcomes, a dask array or series (None when `conf` is a frame)
@@ -336,12 +397,7 @@ def histogram_binning(
     sketch=None,  # the digest's k (default `calibkit.stream.SKETCH`)
 ) -> HistogramBinning:
     "`calibkit.recalibrators.HistogramBinning` fitted exactly from the equal-mass `BinStats` of dask data."
-    st = equal_mass_stats(conf, correct, n_bins=default("n_bins", n_bins), sketch=sketch).nonempty()
-    if st.sum_correct.sum() in (0, st.total):
-        raise ValueError(f'correct: all {st.total} fit events are {int(st.sum_correct.sum() > 0)}: '
-                         'a recalibrator needs both outcomes (0 and 1) to learn from')
-    # its bins are (upper edge of the previous, upper edge]: a bin's largest confidence is its upper edge
-    return HistogramBinning.from_bins(st.hi[:-1], st.n, st.acc)
+    return _now(_histogram_binning_lazy, locals())
 
 # %% ../nbs/70_dask.ipynb #cccc04d6
 def transform(
@@ -401,6 +457,27 @@ def _fixed_width_groups_block(part, n_bins: int, groups, moments: bool):
     w = [None, c64, y] + ([c64 * c64, np.where(y == 1, c64, 0.0)] if moments else [])
     return np.array([np.bincount(key, weights=x, minlength=size) for x in w]), bad, np.zeros(1, np.int64)
 
+def _group_stats_lazy(events, groups, n_bins, bin_size, binning, moments, sketch):
+    check_choice('binning', binning, ('equal_mass', 'fixed_width'))
+    if n_bins is not None and bin_size is not None: raise ValueError('give at most one of n_bins and bin_size')
+    mapping, index = grp = _groups(groups)
+    if binning == 'fixed_width':
+        b = check_int('n_bins', default('n_bins', n_bins), 1)
+        sums, bad, unknown = yield _Pass((events, None), True, _each(_fixed_width_groups_block, b, grp, moments),
+                                         _fields(np.add, np.add, np.add))
+        n = _check_bad(bad)
+        if unknown[0]: raise ValueError(f'groups: labels of {unknown[0]} of {n} events have no group')
+        keep = np.flatnonzero(sums[0])
+        edges = fixed_width_edges(b)
+        st = _bin_stats(sums[:, keep], np.tile(edges[:-1], len(index))[keep], np.tile(edges[1:], len(index))[keep])
+        return GroupStats(st, index.to_numpy()[keep // b], None)
+    spec = (dict(bin_size=check_int('bin_size', bin_size, 1)) if bin_size is not None
+            else dict(n_bins=check_int('n_bins', default('n_bins', n_bins), 1)))
+    res = yield from _equal_mass((events, None), spec, grp, moments=moments, sketch=sketch, capped=True)
+    have = [g for g, r in enumerate(res) if r is not None]
+    bound = [res[g].calib_mse.half_width for g in have]
+    return GroupStats(*_in_turn(res, index), pd.Series(bound, index=index[have], name='calib_mse_bound'))
+
 def group_stats(
     events,  # a dask events frame with `conf, correct, label`
     groups,  # label -> group: a dict or a Series
@@ -412,36 +489,52 @@ def group_stats(
     sketch=None,  # the digest's k, per group (default `calibkit.stream.SKETCH`)
 ) -> GroupStats:
     "Every group's bins of a dask events frame, as `calibkit.binning.group_bins` gives them, and certified bounds."
-    check_choice('binning', binning, ('equal_mass', 'fixed_width'))
-    if n_bins is not None and bin_size is not None: raise ValueError('give at most one of n_bins and bin_size')
-    mapping, index = grp = _groups(groups)
-    parts = _parts(events, None, label=True)
-    if binning == 'fixed_width':
-        b = check_int('n_bins', default('n_bins', n_bins), 1)
-        sums, bad, unknown = _tree([dask.delayed(_fixed_width_groups_block)(p, b, grp, moments) for p in parts],
-                                   (np.add, np.add, np.add))
-        n = _check_bad(bad)
-        if unknown[0]: raise ValueError(f'groups: labels of {unknown[0]} of {n} events have no group')
-        keep = np.flatnonzero(sums[0])
-        edges = fixed_width_edges(b)
-        st = _bin_stats(sums[:, keep], np.tile(edges[:-1], len(index))[keep], np.tile(edges[1:], len(index))[keep])
-        return GroupStats(st, index.to_numpy()[keep // b], None)
-    spec = (dict(bin_size=check_int('bin_size', bin_size, 1)) if bin_size is not None
-            else dict(n_bins=check_int('n_bins', default('n_bins', n_bins), 1)))
-    res = _equal_mass(parts, spec, grp, moments=moments, sketch=sketch, capped=True)
-    have = [g for g, r in enumerate(res) if r is not None]
-    bound = [res[g].calib_mse.half_width for g in have]
-    return GroupStats(*_in_turn(res, index), pd.Series(bound, index=index[have], name='calib_mse_bound'))
+    return _now(_group_stats_lazy, locals())
 
 # %% ../nbs/70_dask.ipynb #53021df7
-def label_counts(
-    events,  # a dask events frame with a `label` column
-) -> pd.Series:  # label -> events, named 'count', most frequent first
-    "Events per label of a dask events frame, in one pass (what a grouper is fitted on without training counts)."
+def _label_block(part) -> tuple[pd.Series]:
+    return pd.Series(part[2], name='label').value_counts(sort=False),
+
+def _add_counts(counts: tuple) -> pd.Series:
+    "Counts per label added over partitions; labels in order of first appearance."
+    return pd.concat(counts).groupby(level=0, sort=False).sum()
+
+def _label_counts_lazy(events):
+    if not isinstance(events, dd.DataFrame):
+        raise TypeError(f'events must be a dask events frame, got {type(events).__name__}')
     if 'label' not in events.columns:
         raise ValueError(f'events frame lacks column label; it has {list(events.columns)}')
-    counts = compute(events['label'].value_counts(), desc='labels')[0]
+    counts, = yield _Pass((events, None), True, _each(_label_block), _fields(_add_counts))
     return counts.sort_values(ascending=False, kind='stable').rename('count')
+
+def label_counts(
+    events,  # a dask events frame with a `label` column
+) -> pd.Series:  # label -> events, named 'count', most frequent first (ties in order of first appearance)
+    "Events per label of a dask events frame, in one pass (what a grouper is fitted on without training counts)."
+    return _now(_label_counts_lazy, locals())
+
+# %% ../nbs/70_dask.ipynb #a7e1c0d2
+_LAZY = {equal_mass: _equal_mass_lazy, equal_mass_stats: _equal_mass_stats_lazy, gmce: _gmce_lazy,
+         fixed_width_stats: _fixed_width_stats_lazy, sample: _sample_lazy, histogram_binning: _histogram_binning_lazy,
+         group_stats: _group_stats_lazy, label_counts: _label_counts_lazy}   # each computing function's lazy twin
+
+def lazy(
+    call: partial,  # a call of one of this module's computing functions: `functools.partial(function, *args, **kw)`
+):
+    """The call as a lazy computation: a generator that yields the passes it needs and returns the call's result,
+    for `together` (directly, or through `yield from` in a generator of your own)."""
+    if not isinstance(call, partial) or call.func not in _LAZY:
+        raise TypeError(f'call must be functools.partial of one of {sorted(f.__name__ for f in _LAZY)}, got {call!r}')
+    args = inspect.signature(call.func).bind(*call.args, **call.keywords)
+    args.apply_defaults()
+    return _LAZY[call.func](**args.arguments)
+
+def together(
+    *calls,  # calls of this module's computing functions (`functools.partial`) or lazy computations (`lazy`)
+) -> list:  # the calls' results, in order
+    """Several computations in lockstep: each step computes every unfinished one's next pass in one `compute`, so a
+    partition is read once per step, not once per computation and pass."""
+    return _run(*(c if isinstance(c, GeneratorType) else lazy(c) for c in calls))
 
 # %% ../nbs/70_dask.ipynb #04b6c11a
 from .config import public_dir

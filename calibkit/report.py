@@ -7,7 +7,7 @@ from __future__ import annotations
 import html, inspect, json, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from fastcore.basics import patch
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
@@ -673,22 +673,48 @@ def calibration_report(events: pd.DataFrame,  # the evaluated events: conf, corr
 # %% ../nbs/60_report.ipynb #a2709445
 DASK_SAMPLE = 10**6   # events drawn for what a dask report computes on a sample: significance and selective prediction
 
-def _dask_stage(ev, *, n_bins, bin_size, binning, level, n_samples, seed, sample_size, sketch):
-    "One stage of a dask report: its bins (and their certified bound), metrics, bands, verdict, and the sampled tests."
+def _quietly(lazy, message: str):
+    "A lazy computation (`calibkit.dask.lazy`) whose own steps ignore warnings matching `message`; others' steps not."
+    got = None
+    while True:
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', message=message)
+            try: ask = lazy.send(got)
+            except StopIteration as stop: return stop.value
+        got = yield ask
+
+def _stage_passes(ev, *, n_bins, bin_size, binning, seed, sample_size, sketch) -> list:
+    "One stage of a dask report, lazily (`calibkit.dask.lazy`): its bins, with moments, and the sample for the tests."
     import calibkit.dask as cd    # deliberately lazy: dask loads only for a dask frame
-    if binning == 'fixed_width': st, bound = cd.fixed_width_stats(ev, n_bins=n_bins, moments=True), None
+    if binning == 'fixed_width': bins = cd.lazy(partial(cd.fixed_width_stats, ev, n_bins=n_bins, moments=True))
     else:
         spec = dict(bin_size=bin_size) if bin_size is not None else dict(n_bins=default('n_bins', n_bins))
-        with warnings.catch_warnings():
-            warnings.filterwarnings('ignore', message='.*equal-mass bin.*empty')   # the bound below states it
-            em = cd.equal_mass(ev, moments=True, sketch=sketch, **spec)
-        bound = dict(max_rank_error=int(np.abs(em.rank_error).max(initial=0)), calib_mse=em.calib_mse.half_width,
-                     ece_l1=em.ece.half_width)
-        st = em.stats.nonempty()
+        bins = _quietly(cd.lazy(partial(cd.equal_mass, ev, moments=True, sketch=sketch, **spec)),
+                        '.*equal-mass bin.*empty')       # the bound (`_dask_stage`) states it
+    return [bins, cd.lazy(partial(cd.sample, ev, size=sample_size, seed=seed))]
+
+def _dask_stage(bins, drawn: tuple, *, binning, level, n_samples, seed):
+    """One stage of a dask report from its computed bins and sample (`_stage_passes`): the bins (and their certified
+    bound), metrics, bands, verdict, and the sampled tests."""
+    if binning == 'fixed_width': st, bound = bins, None
+    else:
+        bound = dict(max_rank_error=int(np.abs(bins.rank_error).max(initial=0)), calib_mse=bins.calib_mse.half_width,
+                     ece_l1=bins.ece.half_width)
+        st = bins.stats.nonempty()
     rows = metric_rows(st, level=level, n_samples=n_samples, seed=seed)
     bt = binomial_bands(st, level)
-    c, y = cd.sample(ev, size=sample_size, seed=seed)
-    return st, bound, rows, bt, sorted_events(c, y)
+    return st, bound, rows, bt, sorted_events(*drawn)
+
+def _dask_groups(ev, g, counts, *, n_bins, bin_size, binning, sketch):
+    """Lazily (`calibkit.dask.together`): the events per label (a pass), the grouper `g` fitted on `counts` (None: on
+    those), its label → group map, and every group's bins (a pass): `(labels, mapping, GroupStats)`."""
+    import calibkit.dask as cd
+    labels = yield from cd.lazy(partial(cd.label_counts, ev))
+    g.fit(labels if counts is None else counts)
+    mapping = pd.Series(np.asarray(g.assign(pd.Series(labels.index))), index=labels.index)
+    gb = yield from cd.lazy(partial(cd.group_stats, ev, mapping, n_bins=n_bins, bin_size=bin_size, binning=binning,
+                                    sketch=sketch))
+    return labels, mapping, gb
 
 def _bound_note(b: dict | None, total: int) -> str | None:
     if b is None: return None
@@ -734,19 +760,12 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
     if binning in ('adaptive', 'sweep'):
         raise ValueError(f"binning={binning!r} needs the events in memory (it searches the sorted events); out of "
                          "core, use 'equal_mass' or 'fixed_width'")
-    kw = dict(n_bins=n_bins, bin_size=bin_size, binning=binning, level=level, n_samples=n_samples, seed=seed,
-              sample_size=sample_size, sketch=sketch)
+    kw = dict(n_bins=n_bins, bin_size=bin_size, binning=binning, sketch=sketch)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         g = _grouper(grouper, n_groups)
-        labels = None
-        if g is not None:
-            if 'label' not in events.columns:
-                raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
-            labels = cd.label_counts(events)
-            g.fit(counts if counts is not None else cd.label_counts(fit) if fit is not None and 'label' in fit.columns
-                  else labels)
-            members = g.table().set_index('group').members if hasattr(g, 'table') else None
+        if g is not None and 'label' not in events.columns:
+            raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
         stages = {'before': events}
         rname = _plugin_name(recalibrator)
         if recalibrator not in (None, 'none'):
@@ -759,11 +778,22 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                 if fit is None: recalibrated(events, None, None, rec)       # the in-memory error: fit events are needed
                 h = cd.histogram_binning(fit, n_bins=default('n_bins', rec.n_bins))
                 stages['after'] = cd.transform(h, events)
+        passes = [p for ev in stages.values() for p in _stage_passes(ev, seed=seed, sample_size=sample_size, **kw)]
+        labels = None
+        if g is not None:      # fitted on the counts given, else on fit's labels (a pass over them), else the events'
+            fitted_on = (counts if counts is not None or fit is None or 'label' not in fit.columns
+                         else cd.label_counts(fit))
+            passes.append(_dask_groups(events, g, fitted_on, **kw))
+        done = cd.together(*passes)        # a read of the files per step: only passes that need an earlier's result
+        if g is not None:
+            labels, mapping, gb = done.pop()
+            members = g.table().set_index('group').members if hasattr(g, 'table') else None
         metrics, bins, groups, curves, info = [], [], [], [], {}
         gn = dict(grouper=_plugin_name(grouper), n_groups=getattr(g, 'n_groups_', None))
         n_fit = None
-        for stage, ev in stages.items():
-            st, bound, rows, bt, se = _dask_stage(ev, **kw)
+        for stage, st_bins, drawn in zip(stages, done[::2], done[1::2]):
+            st, bound, rows, bt, se = _dask_stage(st_bins, drawn, binning=binning, level=level, n_samples=n_samples,
+                                                  seed=seed)
             if stage == 'before':
                 summary = dict(events=st.total, accuracy=float(st.sum_correct.sum() / st.total),
                                mean_conf=float(st.sum_conf.sum() / st.total))
@@ -786,8 +816,6 @@ def dask_report(events,  # a dask events frame: conf, correct (and label, to gro
                                significance=stage_significance(se, None, level=level), sample=len(se.cs),
                                selective=selective_summary(se).to_dict())
             if g is None: continue
-            mapping = pd.Series(np.asarray(g.assign(pd.Series(labels.index))), index=labels.index)
-            gb = cd.group_stats(ev, mapping, n_bins=n_bins, bin_size=bin_size, binning=binning, sketch=sketch)
             per = binning == 'equal_mass'                # equal-mass bins: a group with fewer events is said
             t = group_metrics(gb.stats, gb.group, level=level, n_samples=n_samples, seed=seed,
                               groups=np.arange(1, g.n_groups_ + 1), n_bins=n_bins if per else None,

@@ -9,10 +9,12 @@ from clidata import calibkit, calibkit_here
 dask = pytest.importorskip('dask')
 distributed = pytest.importorskip('distributed')
 import dask.dataframe as dd
+from dask.callbacks import Callback
 from calibkit import cli
 from calibkit.inputs import InputError, NoInputError, event_files, read_event_files
 from calibkit.outdir import MARKER
 from calibkit.render import REPORT_FILES, bands_note
+import calibkit.dask as cd
 from calibkit.report import calibration_report, dask_report
 from calibkit.stream import SKETCH
 
@@ -153,6 +155,38 @@ def test_api_dask_frame_is_the_same_entry(data):
     assert 'budget' not in bands_note(dk)            # the in-memory reason (too many draws) is not the reason here
     with pytest.raises(ValueError, match='needs the events in memory'):
         calibration_report(dd.from_pandas(ev, npartitions=2), binning='adaptive')
+
+
+class Reads(Callback):
+    "Counts the Parquet reads dask executes: one task per partition and pass over the files."
+    def __init__(self): super().__init__(); self.n = 0
+    def _posttask(self, key, result, dsk, state, worker_id):
+        self.n += (key[0] if isinstance(key, tuple) else key).startswith('read_parquet')
+
+
+@pytest.mark.parametrize('binning, ungrouped', [('equal_mass', 2), ('fixed_width', 1)])
+def test_grouped_report_reads_the_files_once_more_at_most(data, binning, ungrouped):
+    """Issue 37: the passes over the files are only those that depend on each other. Equal-mass: the digest, the
+    sample and (grouped) the label counts in one pass; the bins' moment sums and the groups' digests in a second.
+    Fixed-width: bins, sample (and label counts) in one pass; the groups' bins (needing the grouper) in a second."""
+    d, _, _ = data
+    ev = cd.read_events(d/'test')
+    passes = {}
+    for grouper in (None, 'tfg'):
+        with dask.config.set(scheduler='sync'), Reads() as reads:
+            dask_report(ev, grouper=grouper, binning=binning, n_samples=20)
+        assert reads.n % SHARDS == 0 and ev.npartitions == SHARDS
+        passes[grouper] = reads.n // SHARDS
+    assert passes == {None: ungrouped, 'tfg': 2}
+    assert max(passes.values()) <= passes[None] + 1
+
+
+def test_histogram_stages_share_their_steps(data):
+    "With histogram recalibration the after stage's passes run beside the before stage's: 2 steps over the events."
+    d, _, fit = data
+    with dask.config.set(scheduler='sync'), Reads() as reads:      # fit in memory: its partitions are not read
+        r = dask_report(cd.read_events(d/'test'), fit=fit, recalibrator='histogram', n_samples=20)
+    assert list(r.stages) == ['before', 'after'] and reads.n == 2 * 2 * SHARDS     # 2 stages × 2 passes
 
 
 def one_line(r, code: int) -> str:
