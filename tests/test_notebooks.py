@@ -233,4 +233,3 @@ def test_a_kernel_that_dies_starting_is_started_again_once(tmp_path, monkeypatch
     monkeypatch.setattr(nbcheck, '_run', failing(nbcheck.KERNEL_DIED, nbcheck.KERNEL_DIED))
     with pytest.raises(RuntimeError, match=nbcheck.KERNEL_DIED): nbcheck.execute(p)   # twice: the error stands
     assert len(tries) == 2
-

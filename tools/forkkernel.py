@@ -11,8 +11,9 @@ the launcher becomes an ordinary kernel (`exec`), so a notebook runs the same ei
 
 The forked kernel takes the launcher's working directory, environment and `sys.path[0]`; what the preloaded imports
 read from the environment (thread counts, CPU-feature switches, PYTHONHASHSEED) is the server's, which is why the
-server is started with the very environment the kernels get (`serving(env)`). The staleness check (committed outputs
-were made by ordinary kernels when this was written) is what shows that a forked kernel computes the same outputs.
+server is started with the very environment the kernels get (`serving(env)`). That a forked kernel computes what an
+ordinary one does is checked by tests/test_notebooks.py (`test_executing_twice_gives_identical_notebooks` runs a
+notebook in both); all 57 notebooks, committed from ordinary kernels, matched in forked ones when this was written.
 """
 import builtins, json, os, selectors, signal, socket, subprocess, sys, tempfile, time, types
 from contextlib import contextmanager
