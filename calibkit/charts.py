@@ -4,7 +4,7 @@
 
 # %% ../nbs/40_charts.ipynb #3c69c4f0
 from __future__ import annotations
-import base64, html, json, os, re, warnings
+import base64, hashlib, html, json, os, re, warnings
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Mapping
@@ -18,11 +18,12 @@ from .significance import consistency_bands
 from .selective import MAX_CURVE_POINTS, risk_coverage
 
 # %% auto #0
-__all__ = ['FONT', 'FONT_STACK', 'BIN_COLUMNS', 'BAND_COLUMNS', 'MAX_ROWS', 'CONF_TITLE', 'ACC_TITLE', 'SCALES', 'AT_ACCURACY',
-           'AT_EDGE', 'MODEL_COLORS', 'BAND_NOTE', 'PAGE_PX', 'CURVE_COLUMNS', 'RC_NOTE', 'SAVE_FORMATS',
-           'RC_OVERLAY_NOTE', 'font_renderer', 'font_chars', 'chart_spec', 'font_css', 'to_svg', 'SVGDisplay',
-           'svg_display', 'choose_scale', 'reliability', 'grid_columns', 'reliability_grid', 'risk_coverage_chart',
-           'smooth_reliability', 'save_chart', 'study_curve', 'reliability_overlay', 'risk_coverage_overlay']
+__all__ = ['FONT', 'FONT_STACK', 'DATA_DIGITS', 'SVG_DECIMALS', 'BIN_COLUMNS', 'BAND_COLUMNS', 'MAX_ROWS', 'CONF_TITLE',
+           'ACC_TITLE', 'SCALES', 'AT_ACCURACY', 'AT_EDGE', 'MODEL_COLORS', 'BAND_NOTE', 'PAGE_PX', 'CURVE_COLUMNS',
+           'RC_NOTE', 'SAVE_FORMATS', 'RC_OVERLAY_NOTE', 'font_renderer', 'font_chars', 'chart_spec', 'font_css',
+           'to_svg', 'SVGDisplay', 'svg_display', 'choose_scale', 'reliability', 'grid_columns', 'reliability_grid',
+           'risk_coverage_chart', 'smooth_reliability', 'save_chart', 'study_curve', 'reliability_overlay',
+           'risk_coverage_overlay']
 
 # %% ../nbs/40_charts.ipynb #8d695b12
 FONT = 'Calibkit Sans'                                # the family of calibkit/fonts/CalibkitSans-*.ttf
@@ -44,14 +45,29 @@ def font_chars() -> frozenset:
     return frozenset(chr(c) for lo, *hi in spans for c in range(lo, (hi[0] if hi else lo) + 1))
 
 # %% ../nbs/40_charts.ipynb #855d9a9d
+DATA_DIGITS = 12   # significant digits kept of every number in a chart's specification
+
+def _rounded(x):
+    "A JSON-like value with every float rounded to `DATA_DIGITS` significant digits."
+    if isinstance(x, float): return float(f'{x:.{DATA_DIGITS}g}')
+    if isinstance(x, dict): return {k: _rounded(v) for k, v in x.items()}
+    if isinstance(x, list): return [_rounded(v) for v in x]
+    return x
+
 def chart_spec(chart,  # an Altair chart
                ) -> dict:
-    "The chart's Vega-Lite specification with calibkit's font in its configuration (the chart's own settings win)."
+    """The chart's Vega-Lite specification with calibkit's font in its configuration (the chart's own settings win),
+    its numbers rounded to `DATA_DIGITS` significant digits and each dataset named by the hash of its rounded rows."""
     if not isinstance(chart, alt.TopLevelMixin):
         raise TypeError(f'chart must be an Altair chart, got {type(chart).__name__}')
-    spec = chart.to_dict()
+    spec = _rounded(chart.to_dict())
     spec['config'] = {'font': FONT_STACK, **spec.get('config', {})}
-    return spec
+    names = {old: 'data-' + hashlib.md5(json.dumps(rows, sort_keys=True).encode()).hexdigest()
+             for old, rows in spec.get('datasets', {}).items()}
+    if all(old == new for old, new in names.items()): return spec
+    text = json.dumps(spec)
+    for old, new in names.items(): text = text.replace(f'"{old}"', f'"{new}"')
+    return json.loads(text)
 
 # %% ../nbs/40_charts.ipynb #9527368d
 def font_css() -> str:
@@ -63,11 +79,23 @@ def font_css() -> str:
 
 # %% ../nbs/40_charts.ipynb #3b529698
 _SVG_TEXT = re.compile(r'<text\b[^>]*>([^<]*)</text>')
+SVG_DECIMALS = 3          # decimals of a pixel kept in an SVG's coordinates
+_SVG_GEOMETRY = re.compile(r'(?<=\s)(?:d|x|y|x1|x2|y1|y2|cx|cy|r|width|height|transform|points)="[^"]*"')
+_SVG_NUMBER = re.compile(r'-?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?')
+
+def _round_number(m: re.Match) -> str:
+    s = f'{float(m[0]):.{SVG_DECIMALS}f}'.rstrip('0').rstrip('.')
+    return '0' if s == '-0' else s
+
+def _round_geometry(svg: str) -> str:
+    "The SVG with the numbers of its geometry attributes rounded to `SVG_DECIMALS` (the same chart on every processor)."
+    return _SVG_GEOMETRY.sub(lambda a: _SVG_NUMBER.sub(_round_number, a[0]), svg)
 
 @lru_cache(maxsize=16)
 def _render_svg(spec_json: str) -> str:
     "vl-convert's SVG of a specification given as JSON text: a chart shown on a page and saved beside it renders once."
-    return font_renderer().vegalite_to_svg(json.loads(spec_json), vl_version=vl_version_for_vl_convert())
+    svg = font_renderer().vegalite_to_svg(json.loads(spec_json), vl_version=vl_version_for_vl_convert())
+    return _round_geometry(svg)
 
 def _spec_svg(spec: dict) -> str:
     "The SVG of a Vega-Lite specification (`chart_spec`), with a warning when calibkit's font lacks some of its text."

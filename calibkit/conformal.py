@@ -11,7 +11,8 @@ from .events import (check_bool, check_choice, check_float, check_gold, check_in
                              column_groups, count_true, numeric_array)
 
 # %% auto #0
-__all__ = ['METHODS', 'check_uniforms', 'label_scores', 'conformal_scores', 'conformal_quantile', 'ConformalSets', 'set_summary']
+__all__ = ['SCORE_DECIMALS', 'METHODS', 'check_uniforms', 'label_scores', 'conformal_scores', 'conformal_quantile',
+           'ConformalSets', 'set_summary']
 
 # %% ../nbs/07_conformal.ipynb #3fa5a44b
 def check_uniforms(
@@ -26,21 +27,24 @@ def check_uniforms(
     return u
 
 # %% ../nbs/07_conformal.ipynb #0892a386
+SCORE_DECIMALS = 12   # nonconformity scores are rounded to this many decimals: equal in exact arithmetic, equal here
+
 def label_scores(
     p: np.ndarray,  # a validated n×K probability matrix (`check_probs`)
     method: str,  # 'lac' or 'aps'
     u=None,  # APS only: one uniform draw per row for the randomised score (Romano et al. 2020); None: deterministic
 ) -> np.ndarray:
-    "The n×K nonconformity (float64) of every label of every row: LAC 1 − p; APS the mass ranked at or above it."
+    """The n×K nonconformity (float64, rounded to `SCORE_DECIMALS`) of every label of every row: LAC 1 − p; APS the
+    mass ranked at or above it."""
     p = p.astype(np.float64, copy=False)
     if method == 'lac':
         if u is not None: raise ValueError("u (the randomised score's draws) applies to method='aps' only")
-        return 1 - p
+        return np.round(1 - p, SCORE_DECIMALS)
     order = np.argsort(-p, axis=1, kind='stable')             # descending; ties: the lower column first
     out = np.empty_like(p)
     np.put_along_axis(out, order, np.cumsum(np.take_along_axis(p, order, axis=1), axis=1), axis=1)
     if u is not None: out -= (1 - check_uniforms(u, len(p)))[:, None] * p   # the mass above, plus u times its own
-    return out
+    return np.round(out, SCORE_DECIMALS, out=out)
 
 # %% ../nbs/07_conformal.ipynb #66a6d203
 METHODS = ('lac', 'aps')   # the nonconformity scores `conformal_scores` knows

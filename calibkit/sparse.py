@@ -319,10 +319,11 @@ def arrow_chart(
     scopes: Sequence | None = None,  # the panels: 'all' and group ids (default: every scope)
     title: str | None = None,  # the chart's title (default: what it shows)
     width: int = 150,  # width of a panel, in pixels
-) -> alt.FacetChart:  # an Altair chart, one panel per scope
+) -> alt.FacetChart:  # an Altair chart, one panel per scope, displayed as SVG
     """Dot (uncalibrated) and arrow (recalibrated) per recalibrator × grouper, one panel per scope: green = better, red
     = worse."""
     import altair as alt
+    from calibkit.charts import svg_display      # lazy, as Altair: shown as calibkit's SVG (rounded, one font)
     need = ['recalibrator', 'grouper', 'group', 'before', 'after']
     missing = [c for c in need if c not in results.columns]
     if missing: raise ValueError(f'results lacks column(s) {missing}: pass the frame sparse_study returns')
@@ -354,7 +355,7 @@ def arrow_chart(
     chart = alt.layer(dot, shaft, head, data=d.drop(columns='recalibrator')).properties(width=width, height=220).facet(
         facet=alt.Facet('panel:N', title=None, sort=panels), columns=2).resolve_scale(y='independent')   # fits a page
     text = title or 'Calibration error before (dot) and after (arrow) recalibration'
-    return chart.properties(title=alt.TitleParams(textwrap.wrap(text, 48), anchor='start'))
+    return svg_display(chart.properties(title=alt.TitleParams(textwrap.wrap(text, 48), anchor='start')))
 
 # %% ../nbs/42_sparse_study.ipynb #f30fc650
 def fold_ids(
