@@ -11,7 +11,8 @@ from typing import NamedTuple
 import numpy as np, pandas as pd
 from .config import FORMATS, check_threshold, decode_utf8, first_line, require
 from .events import check_bool, check_choice, check_probs, check_scores, events_from_scores, sum_tolerance
-from .jsonl import JSONL_BATCH, Records, _no_gc, _object, fast_records, jsonl_lines
+from .jsonl import (JSONL_BATCH, LONE_SURROGATE, _BRACKET, Records, _lone_surrogate, _no_gc, _object, _unescaped_quotes,
+                            fast_records, jsonl_lines)
 
 
 # %% auto #0
@@ -197,19 +198,12 @@ def _check_frame(df: pd.DataFrame, path, kind) -> pd.DataFrame:
 # %% ../nbs/61_inputs.ipynb #in61c010
 _JSONL_HINT = 'expected JSON Lines: one object per line, like {"conf": 0.9, "correct": 1, "label": "N"}'
 
-_SURROGATE = re.compile(r'\\u[dD][89a-fA-F][0-9a-fA-F]{2}')   # a JSON escape of a UTF-16 surrogate
 
 def _no_lone_surrogate(path: Path, first: int, lines: list, pairs: list) -> list:
-    """`pairs`, unless a string in them holds a lone UTF-16 surrogate (JSON can escape one, `"\\ud800"`; it is no
-    text, and writing it as UTF-8 fails): then an `InputError` naming its line. A search of the text first, in C."""
-    if not _SURROGATE.search('\n'.join(lines)): return pairs
+    "`pairs`, unless a string in them holds a lone UTF-16 surrogate (`_lone_surrogate`): an `InputError`, its line."
     for i, line in enumerate(lines, first):
-        if not _SURROGATE.search(line): continue
-        try: json.dumps(json.loads(line), ensure_ascii=False).encode('utf-8')
-        except UnicodeEncodeError as e:
-            raise InputError(f'{show_path(path)}: line {i}: a string holds a lone UTF-16 surrogate '
-                             f'({e.object[e.start]!r}), which is not text: fix or drop the string that holds it'
-                             ) from None
+        if (s := _lone_surrogate(line)) is not None:
+            raise InputError(f'{show_path(path)}: line {i}: {LONE_SURROGATE.format(s)}')
     return pairs
 
 def _document(path: Path, text: str):
@@ -232,8 +226,6 @@ def _options(numbers_as_text: bool) -> dict:
     if numbers_as_text: opts.update(parse_int=str, parse_float=str)
     return opts
 
-_DELTA = np.zeros(256, np.int8)
-_DELTA[[ord('{'), ord('[')]], _DELTA[[ord('}'), ord(']')]] = 1, -1
 
 def _one_object_per_line(lines: list) -> bool:
     """Whether each non-blank line, parsed as one array with the others, held one whole object: outside strings, its
@@ -241,17 +233,9 @@ def _one_object_per_line(lines: list) -> bool:
     holding two objects to make up the count, would otherwise parse). Vectorised over the batch's bytes; a valid JSON
     text has backslashes only in strings, so a quote after an odd run of them is escaped."""
     b = np.frombuffer('\n'.join(line.strip() for line in lines if line.strip()).encode('utf-8'), np.uint8)
-    q, bs = np.flatnonzero(b == ord('"')), np.flatnonzero(b == ord('\\'))
-    if bs.size:                                                   # drop the quotes after an odd run of backslashes
-        cut = np.flatnonzero(np.diff(bs) != 1)
-        run_end, run_len = bs[np.r_[cut, bs.size - 1]], np.diff(np.r_[-1, cut, bs.size - 1])
-        k = np.searchsorted(run_end, q - 1)
-        hit = k < run_end.size
-        escaped = np.zeros(q.size, bool)
-        escaped[hit] = (run_end[k[hit]] == q[hit] - 1) & (run_len[k[hit]] % 2 == 1)
-        q = q[~escaped]
-    at = np.flatnonzero(_DELTA[b])                                # the brackets, in or out of strings
-    delta = np.where(np.searchsorted(q, at) % 2 == 0, _DELTA[b[at]], 0)   # even quotes before: outside a string
+    q = _unescaped_quotes(b, np.flatnonzero(b == ord('\\')))
+    at = np.flatnonzero(_BRACKET[b])                                # the brackets, in or out of strings
+    delta = np.where(np.searchsorted(q, at) % 2 == 0, _BRACKET[b[at]], 0)   # even quotes before: outside a string
     depth = np.cumsum(delta, dtype=np.int64)
     closed = at[(delta < 0) & (depth == 0)]
     ends = np.r_[np.flatnonzero(b == ord('\n')) - 1, len(b) - 1]           # each line's last byte
@@ -297,14 +281,20 @@ def _lines(path: Path, batch_bytes: int = JSONL_BATCH):
     "The lines of JSON Lines file `path` a batch at a time (`jsonl_lines`), a byte that is not UTF-8 an `InputError`."
     return jsonl_lines(path, name=show_path(path), error=InputError, batch_bytes=batch_bytes)
 
+def _stream(path, numbers_as_text: bool = False, batch_bytes: int = JSONL_BATCH) -> Records:
+    "The records of JSON Lines file `path` as a `Records` stream: its batches of lines, and how one is parsed."
+    path, opts = Path(path), _options(numbers_as_text)
+    return Records(show_path(path), lambda: _lines(path, batch_bytes),
+                   lambda first, lines: _parse(path, first, lines, opts, lambda: read_text(path)))
+
 def jsonl_batches(path,  # a JSON Lines file
                   *, numbers_as_text: bool = False,  # JSON numbers as the text written (`1e2` → '1e2'), not floats
                   batch_bytes: int = JSONL_BATCH,  # about this many bytes of lines per batch
                   ) -> Iterator[list[tuple[int, dict]]]:  # per batch of lines, (line number, object) of each record
     """The objects of JSON Lines file `path` with their lines, read and parsed a batch at a time (`jsonl_lines`), so
     that the file's text and objects are never all held; checked as `jsonl_records` checks them."""
-    path, opts = Path(path), _options(numbers_as_text)
-    for first, lines in _lines(path, batch_bytes): yield _parse(path, first, lines, opts, lambda: read_text(path))
+    records = _stream(path, numbers_as_text, batch_bytes)
+    for first, lines in records.lines(): yield records.parse(first, lines)
 
 
 # %% ../nbs/61_inputs.ipynb #3dfec23b
@@ -685,7 +675,7 @@ def _extract(extractor, path: Path) -> pd.DataFrame:
     stream = not npz and extractor.streams                   # records read a batch at a time, named file:line
     with warnings.catch_warnings(record=True) as caught:     # its warnings name records[i] too: re-issued below
         warnings.simplefilter('always')
-        raw = Records(show_path(path), lambda: jsonl_batches(path)) if stream else raw_output(path)
+        raw = _stream(path) if stream else raw_output(path)
         if not npz and (not _has_line(path) if stream else not raw):
             raise InputError(f'{show_path(path)}: holds no records (no line with a JSON object): nothing for the '
                              f'extractor {extractor.name!r} to read')

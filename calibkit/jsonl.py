@@ -4,16 +4,17 @@
 
 # %% ../nbs/18a_jsonl.ipynb #d68a5999
 from __future__ import annotations
-import codecs, contextlib, gc
+import codecs, contextlib, gc, json, re
 from collections.abc import Callable, Iterator
 from itertools import chain
 from pathlib import Path
 import numpy as np, orjson
+from numpy.lib.stride_tricks import sliding_window_view
 from .config import decode_utf8
 
 
 # %% auto #0
-__all__ = ['JSONL_BATCH', 'jsonl_lines', 'Records', 'fast_records']
+__all__ = ['JSONL_BATCH', 'KEY_PIECE', 'LONE_SURROGATE', 'jsonl_lines', 'Records', 'fast_records']
 
 # %% ../nbs/18a_jsonl.ipynb #e2592cc4
 JSONL_BATCH = 1 << 22          # bytes of lines read (and parsed) at a time by the JSON Lines readers: 4 MiB
@@ -52,12 +53,15 @@ def jsonl_lines(
             line += len(lines)
 
 class Records:
-    "The records of a JSON Lines file, read lazily: iterating gives `(line number, record)` pairs."
+    """The records of a JSON Lines file, read lazily: iterating gives `(line number, record)` pairs, a batch of lines
+    parsed at a time; a reader with a faster route for its own format reads `lines()` and parses them itself."""
     def __init__(self,
                  name: str,  # the file as messages name it
-                 batches: Callable[[], Iterator[list[tuple[int, dict]]]],  # a fresh stream of batches at each call
-                ): self.name, self.batches = name, batches
-    def __iter__(self): return chain.from_iterable(self.batches())   # a batch is freed before the next is read
+                 lines: Callable[[], Iterator[tuple[int, list[str]]]],  # a fresh stream of `jsonl_lines` batches
+                 parse: Callable[[int, list[str]], list[tuple[int, dict]]],  # (first line, lines) -> (line, record)
+                ): self.name, self.lines, self.parse = name, lines, parse
+    def __iter__(self):                                              # a batch is freed before the next is read
+        return chain.from_iterable(self.parse(first, lines) for first, lines in self.lines())
     def __repr__(self): return f'Records({self.name!r})'
 
 
@@ -70,27 +74,115 @@ def _object(pairs: list) -> dict:
         raise ValueError(f'key {next(k for k in keys if keys.count(k) > 1)!r} appears twice in one object')
     return d
 
+_WS = np.zeros(256, bool)                                   # JSON's whitespace
+_WS[[9, 10, 13, 32]] = True
+_BRACKET = np.zeros(256, np.int8)                            # +1 opens, -1 closes
+_BRACKET[[ord('{'), ord('[')]], _BRACKET[[ord('}'), ord(']')]] = 1, -1
+_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63],
+                np.uint64)                                  # odd 64-bit constants: a key's parts mixed into one hash
+
+def _unescaped_quotes(b: np.ndarray, bs: np.ndarray) -> np.ndarray:
+    "The positions of the quotes of bytes `b` not escaped (`bs`: the backslashes' positions; a quote after an odd run)."
+    q = np.flatnonzero(b == ord('"'))
+    if bs.size:
+        cut = np.flatnonzero(np.diff(bs) != 1)
+        run_end, run_len = bs[np.r_[cut, bs.size - 1]], np.diff(np.r_[-1, cut, bs.size - 1])
+        k = np.searchsorted(run_end, q - 1)
+        hit = k < run_end.size
+        escaped = np.zeros(q.size, bool)
+        escaped[hit] = (run_end[k[hit]] == q[hit] - 1) & (run_len[k[hit]] % 2 == 1)
+        q = q[~escaped]
+    return q
+
+_PREFIX = np.array([(1 << 8 * k) - 1 for k in range(8)] + [2**64 - 1], np.uint64)   # the low k bytes of a uint64
+
+def _window(windows: np.ndarray, start: np.ndarray, n: np.ndarray) -> np.ndarray:
+    "The bytes [start, start + min(n, 8)) as one uint64 each, the rest zero (`windows`: every 8 bytes, padded)."
+    return windows[start].view('<u8')[:, 0] & _PREFIX[np.minimum(n, 8)]
+
+KEY_PIECE = 1 << 16   # bytes of whole lines scanned at a time by `_keys_unique`: its arrays stay in the cache
+
+def _keys_unique(data: bytes) -> bool:
+    """True when no JSON object of `data` (valid JSON values, one per line) has a key written twice, proven from the
+    bytes; False when one may have: a key twice, a key holding an escape, two keys alike in their hashed windows."""
+    cuts = [0]
+    while cuts[-1] + KEY_PIECE < len(data) and (nl := data.find(b'\n', cuts[-1] + KEY_PIECE)) >= 0: cuts.append(nl + 1)
+    b = np.frombuffer(data, np.uint8)
+    return all(_piece_keys_unique(b[i:j]) for i, j in zip(cuts, cuts[1:] + [len(data)]))
+
+def _piece_keys_unique(b: np.ndarray) -> bool:
+    "`_keys_unique` of the bytes `b` (whole lines)."
+    bs = np.flatnonzero(b == ord('\\'))
+    q = _unescaped_quotes(b, bs)
+    if q.size % 2: return False
+    start, stop = q[0::2] + 1, q[1::2]                       # each string's content: [start, stop)
+    after = b[np.minimum(stop + 1, b.size - 1)]
+    key = after == ord(':')                                   # a key: the next character outside whitespace is a colon
+    spaced = np.flatnonzero(_WS[after] & (stop + 1 < b.size))
+    if spaced.size:                                           # whitespace after a string: look past it
+        solid = np.flatnonzero(~_WS[b])
+        nxt = np.searchsorted(solid, stop[spaced] + 1)
+        ok = nxt < solid.size
+        key[spaced[ok]] = b[solid[nxt[ok]]] == ord(':')
+    start, stop = start[key], stop[key]
+    if not start.size: return True
+    if bs.size and (np.searchsorted(bs, start) != np.searchsorted(bs, stop)).any(): return False
+    at = np.flatnonzero((b == ord('{')) | (b == ord('}')) | (b == ord('[')) | (b == ord(']')))
+    at = at[np.searchsorted(q, at) % 2 == 0]                 # brackets outside strings (even quotes before)
+    step = _BRACKET[b[at]]
+    depth = np.cumsum(step, dtype=np.int64)                  # the depth after each bracket
+    d, pos = depth[step > 0], at[step > 0]                   # each opening: the depth inside it, its position
+    order = np.argsort(d.astype(np.int16) if d.max(initial=0) < 2**15 else d, kind='stable')   # radix: depth, position
+    j = np.searchsorted(at, start) - 1
+    inside = depth[np.maximum(j, 0)] * (j >= 0)              # each key's depth
+    obj = np.searchsorted(((d << 32) | pos)[order], (inside << 32) | start) - 1   # its object: the last opening there
+    if (obj < 0).any(): return False
+    n = stop - start
+    windows = sliding_window_view(np.concatenate([b, np.zeros(8, np.uint8)]), 8)   # every 8 bytes, as rows
+    h = (order[obj].astype(np.uint64) * _MIX[0] + n.astype(np.uint64) * _MIX[1] + _window(windows, start, n) * _MIX[2]
+         + _window(windows, np.maximum(stop - 8, start), n) * _MIX[3])
+    long = np.flatnonzero(n > 16)                            # their middle too
+    h[long] += _window(windows, start[long] + n[long] // 2 - 4, n[long]) * _MIX[4]
+    h.sort()
+    return not (h[1:] == h[:-1]).any()
+
+_SURROGATE = re.compile(r'\\u[dD][89a-fA-F][0-9a-fA-F]{2}')   # a JSON escape of a UTF-16 surrogate
+LONE_SURROGATE = ('a string holds a lone UTF-16 surrogate ({!r}), which is not text: '
+                  'fix or drop the string that holds it')
+
+def _lone_surrogate(line: str) -> str | None:
+    """The lone UTF-16 surrogate a parsed JSON line's strings hold (JSON can escape one, `"\\ud800"`; it is no text,
+    and writing it as UTF-8 fails), else None; a search of the text first, in C."""
+    if not _SURROGATE.search(line): return None
+    try: json.dumps(json.loads(line), ensure_ascii=False).encode('utf-8')
+    except UnicodeEncodeError as e: return e.object[e.start]
+    return None
+
 def _digits19(b: bytes) -> bool:
-    "Whether `b` holds a run of 19 or more ASCII digits: runs of 2, 4, 8, 16, then 19, by shifted ANDs of the mask."
-    m = np.frombuffer(b, np.uint8) - np.uint8(48) < 10
+    """Whether `b` holds a run of 19 or more ASCII digits that is not a fraction's (a run after a '.': 0.000123… has
+    them, and every parser reads such a float alike); found by shifted ANDs of the mask (runs of 2, 4, 8, 16, 19)."""
+    a = np.frombuffer(b, np.uint8)
+    m = a - np.uint8(48) < 10
     for s in (1, 2, 4, 8, 3): m = m[:-s] & m[s:]
-    return bool(m.any())
+    at = np.flatnonzero(m)                                   # where 19 digits begin
+    if not at.size: return False
+    before = a[np.maximum(at - 1, 0)]
+    return bool(((at == 0) | ((before - np.uint8(48) >= 10) & (before != ord('.')))).any())   # a run's start, no '.'
 
 def fast_records(
     first: int,  # the number of the first line
     lines: list[str],  # a batch of lines (`jsonl_lines`); blank ones are skipped
 ) -> list[tuple[int, dict]] | None:  # (line number, object) of each non-blank line, or None: take the exact route
     """The JSON object of each non-blank line, parsed by orjson, exactly as `json` with `_object` would read it; None
-    when orjson cannot tell: a line it refuses or that is no object, a key written twice (fewer colons once written
-    out again), an integer of 19 digits or more, a colon escaped as `\\u003a`."""
+    when orjson cannot tell: a line it refuses or that is no object, a key that may be written twice (`_keys_unique`),
+    an integer of 19 digits or more."""
     numbers = [i for i, line in enumerate(lines, first) if line.strip()]
     kept = [lines[i - first] for i in numbers]
-    text = '\n'.join(kept)
-    if '\\u003a' in text or '\\u003A' in text or _digits19(text.encode('utf-8')): return None
-    try:
-        recs = list(map(orjson.loads, kept))
-        if set(map(type, recs)) - {dict} or orjson.dumps(recs).count(b':') != text.count(':'): return None
-    except (ValueError, TypeError): return None          # orjson's JSONDecodeError and JSONEncodeError (depth)
+    data = '\n'.join(kept).encode('utf-8')
+    if _digits19(data): return None
+    try: recs = list(map(orjson.loads, kept))
+    except ValueError: return None                        # orjson's JSONDecodeError
+    if set(map(type, recs)) - {dict} or not _keys_unique(data): return None
     return list(zip(numbers, recs))
 
 

@@ -6,11 +6,13 @@ import json, random, re
 import pytest
 import calibkit as ck
 from calibkit.extractors import llm, seq2seq
-from calibkit.jsonl import _object, fast_records, jsonl_lines
+import calibkit.jsonl
+from calibkit.jsonl import _keys_unique, _object, fast_records, jsonl_lines
 from calibkit.extractors.llm import openai_sequence_events, openai_token_events
 from calibkit.inputs import InputError, jsonl_batches, load_input
 
 CHARS = 'abé字😀 :"\\/\n\t\u2028\x01{}[],'
+ESCAPED_KEY = re.compile(r'"(?:[^"\\]|\\.)*\\.(?:[^"\\]|\\.)*"\s*:')   # a key written with an escape
 
 
 def text(rng) -> str: return ''.join(rng.choice(CHARS) for _ in range(rng.randrange(6)))
@@ -45,24 +47,28 @@ def test_fast_records_are_the_exact_routes_objects(seed):
     rng = random.Random(seed)
     lines = lines_of(rng, 300)
     want, got = exact(5, lines), fast_records(5, lines)
-    orjson_cannot = any(re.search(r'\d{19}', line) or '\\u003a' in line or '\\u003A' in line for line in lines)
+    orjson_cannot = any(re.search(r'\d{19}', line) or ESCAPED_KEY.search(line) for line in lines)
     assert (got is None) == orjson_cannot
     if got is not None: assert repr(got) == repr(want)                    # repr: -0.0 and int/float told apart
-    few = [line for line in lines if not re.search(r'\d{19}|\\u003[aA]', line)]
+    few = [line for line in lines if not (re.search(r'\d{19}', line) or ESCAPED_KEY.search(line))]
     fast = fast_records(1, few)
     assert fast is not None and repr(fast) == repr(exact(1, few))
 
 
 def test_a_key_written_twice_anywhere_goes_the_exact_route():
-    rng = random.Random(9)
-    for _ in range(200):
-        rec = {text(rng) + 'k': value(rng) for _ in range(3)}
+    rng, checked = random.Random(9), 0
+    for _ in range(400):
+        rec = {''.join(rng.choice('abé字😀 :/{}[],') for _ in range(rng.randrange(6))) + 'k': value(rng)
+               for _ in range(3)}                                          # keys written without escapes
         line = json.dumps({'a': [rec, 1]}, ensure_ascii=False)
         key = json.dumps(next(iter(rec)), ensure_ascii=False)
-        if re.search(r'\d{19}', line): continue                            # the exact route anyway
         twice = line.replace(key + ': ', f'{key}: 0, {key}: ', 1)         # the first key written twice, nested
-        assert fast_records(1, [line]) is not None and fast_records(1, [twice]) is None
+        assert fast_records(1, [twice]) is None
         with pytest.raises(ValueError, match='appears twice'): json.loads(twice, object_pairs_hook=_object)
+        if not (re.search(r'\d{19}', line) or ESCAPED_KEY.search(line)):   # else the exact route anyway
+            assert fast_records(1, [line]) is not None
+            checked += 1
+    assert checked > 100
 
 
 def test_batches_equal_with_and_without_the_fast_route(tmp_path, monkeypatch):
@@ -101,6 +107,7 @@ def test_events_equal_on_every_route(tmp_path, monkeypatch, seed):
     monkeypatch.setattr(seq2seq, 'fast_records', lambda first, lines: None)        # the exact routes only
     monkeypatch.setattr('calibkit.inputs.fast_records', lambda first, lines: None)
     monkeypatch.setattr(llm, '_chat_fast', lambda content: None)
+    monkeypatch.setattr(llm, '_typed', lambda first, lines: None)
     want = [openai_sequence_events(recs), openai_token_events(recs), x.extract(recs)]
     for g, w in zip(got, want):
         assert len(g) > 100
@@ -132,3 +139,70 @@ def test_the_collector_is_enabled_after_a_read_even_one_that_failed(tmp_path):
     with pytest.raises(InputError, match=r'bad\.jsonl:2: expected a response'):
         load_input(p, extractor=ck.extractor('openai_logprobs'))
     assert gc.isenabled()
+
+
+def twice(rng) -> tuple[str, bool]:
+    "A random JSON line and whether one of its objects has a key written twice (written with or without escapes)."
+    keys = ['a', 'b', 'ab', 'é', '"', 'k' * 20 + 'x', 'k' * 20 + 'y', 'k' * 30]
+    def obj(depth):
+        pair = lambda k: (json.dumps(k, ensure_ascii=rng.random() < .5) + rng.choice([':', ': ', ' : '])
+                          + (obj(depth + 1) if depth < 3 and rng.random() < .4
+                             else json.dumps(rng.choice([1, 'x:"}', [{}]]))))
+        return '{' + ', '.join(pair(rng.choice(keys)) for _ in range(rng.randrange(4))) + '}'
+    line = obj(0)
+    try: json.loads(line, object_pairs_hook=_object); return line, False
+    except ValueError: return line, True
+
+
+@pytest.mark.parametrize('seed', range(3))
+def test_the_key_scan_never_misses_a_key_written_twice(seed, monkeypatch):
+    """Sound: whenever the scan says "no key twice", `json` with the duplicate-key hook agrees; complete for keys
+    written without escapes (up to 24 bytes its windows cover every byte); the same answer whatever the pieces."""
+    rng = random.Random(seed)
+    for _ in range(400):
+        lines = [twice(rng) for _ in range(rng.randrange(1, 4))]
+        data = '\n'.join(line for line, _ in lines).encode()
+        dup = any(d for _, d in lines)
+        got = _keys_unique(data)
+        assert not (got and dup)
+        if not any(ESCAPED_KEY.search(line) for line, _ in lines): assert got == (not dup), data
+        monkeypatch.setattr(calibkit.jsonl, 'KEY_PIECE', 16)                 # a piece per line, or less
+        assert _keys_unique(data) == got
+        monkeypatch.undo()
+
+
+@pytest.mark.filterwarnings('ignore:.*give no')
+@pytest.mark.parametrize('seed', range(2))
+def test_the_typed_route_reads_what_the_generic_route_reads(tmp_path, monkeypatch, seed):
+    recs = responses(random.Random(seed), 400)
+    recs[5]['choices'].append({'index': 1, 'logprobs': None})                            # no logprobs: counted
+    recs[7]['correct'] = [1, 0][:len(recs[7]['choices'])]
+    p = tmp_path/'gen.jsonl'
+    p.write_text(''.join(json.dumps(r, ensure_ascii=bool(seed)) + '\n' for r in recs), encoding='utf-8')
+    calls = []
+    typed = llm._typed
+    monkeypatch.setattr(llm, '_typed', lambda first, lines: calls.append(r := typed(first, lines)) or r)
+    got = llm.read_openai_logprobs(p)
+    assert calls and all(c is not None for c in calls)                   # every batch went the typed route
+    monkeypatch.setattr(llm, '_typed', lambda first, lines: None)
+    want = llm.read_openai_logprobs(p)
+    for g, w in zip(got, want): assert g.equals(w) and g.attrs == w.attrs
+
+
+@pytest.mark.parametrize('bad, message', [
+    ('{"choices": []}', 'expected a response with a non-empty list choices'),
+    ('{"choices": [{"logprobs": {"content": [{"token": "a", "logprob": null}]}}]}', 'logprob of token 0 is None'),
+    ('{"choices": [{"logprobs": {"content": [{"token": 1, "logprob": -1}]}}]}', 'token 0 is 1, not a string'),
+    ('{"choices": [{"logprobs": {"content": [{"token": "a", "logprob": -1, "top_logprobs": [{"token": "b"}]}]}}]}',
+     'top_logprobs must be a list of objects with token and logprob'),
+    ('{"choices": [{"logprobs": {"content": [{"token": "a", "logprob": -1, "bytes": [97], "bytes": [97]}]}}]}',
+     "key 'bytes' appears twice"),
+    ('{"choices": [{"logprobs": {"content": [{"token": "\\ud800", "logprob": -1}]}}]}', 'surrogate'),
+    ('{"choices": [{"logprobs": {"content": []}}], "gold": 3}', 'gold must be a string'),   # the typed route's own check
+])
+def test_what_the_typed_route_refuses_the_generic_route_names(tmp_path, bad, message):
+    p = tmp_path/'bad.jsonl'
+    p.write_text(json.dumps(responses(random.Random(0), 1)[0]) + '\n' + bad + '\n')
+    assert (llm._typed(1, p.read_text().split('\n')[:2]) is None) == ('gold' not in message)
+    with pytest.raises(ValueError, match=re.escape(message)) as caught: llm.read_openai_logprobs(p)
+    assert str(caught.value).startswith(f'{p}:2')

@@ -9,12 +9,12 @@ from array import array
 from collections.abc import Mapping
 from itertools import repeat
 from pathlib import Path
-from typing import Callable
-import numpy as np, pandas as pd
+from typing import Any, Callable
+import msgspec, numpy as np, pandas as pd
 from ..events import check_bool, check_choice, check_float, count_true
 from .base import Extractor
-from ..jsonl import Records, _no_gc
-from .seq2seq import SEQUENCE_HOWS, _kind, _top_logit_records, exact_match, sequence_events
+from ..jsonl import Records, _digits19, _keys_unique, _no_gc, fast_records, jsonl_lines
+from .seq2seq import SEQUENCE_HOWS, _exact_records, _kind, exact_match, sequence_events
 
 # %% auto #0
 __all__ = ['NORMALIZERS', 'VERBAL_WORDS', 'read_openai_logprobs', 'answer_span', 'openai_sequence_events', 'openai_token_events',
@@ -90,13 +90,20 @@ def _choice(c, where: str):
     return toks, lps
 
 # %% ../../nbs/17_extract_llm.ipynb #5a51f439
+def _batches(source):
+    """(name, batches of lines (`jsonl_lines`), how a batch is parsed into (line, record) pairs) of a JSONL file or
+    `Records`; None for a list of records."""
+    if isinstance(source, Records): return source.name, source.lines(), source.parse
+    if isinstance(source, (str, Path)):
+        return str(source), jsonl_lines(source), lambda first, lines: (fast_records(first, lines)
+                                                                       or _exact_records(source, first, lines))
+    return None
+
 def _records(source):
     "(name of the place, line, record) for each JSONL line of a file (read a batch at a time) or each dict of a list."
-    if isinstance(source, (str, Path)):
-        yield from ((f'{source}:{lineno}', lineno, d) for lineno, d in _top_logit_records(source))
-        return
-    if isinstance(source, Records):
-        yield from ((f'{source.name}:{lineno}', lineno, d) for lineno, d in source)
+    if (got := _batches(source)) is not None:
+        name, batches, parse = got
+        for first, lines in batches: yield from ((f'{name}:{line}', line, d) for line, d in parse(first, lines))
         return
     if not isinstance(source, (list, tuple)):
         raise TypeError(f'source must be a path to a JSONL file, `Records` or a list of records (dicts), '
@@ -124,15 +131,67 @@ def _gold_fields(d: Mapping, where: str, n_choices: int):
         raise ValueError(f'{where}: gold_tokens must be a list of strings, got {gold_tokens!r}')
     return gold, correct, gold_tokens
 
-def _choices(source):
-    "(place, line, index, choice, gold, the choice's correct or None, gold_tokens) for each choice of each response."
-    for where, line, d in _records(source):
+def _choices(records):
+    """(place, line, index, choice, gold, the choice's correct or None, gold_tokens) for each choice of each response
+    of `records` ((place, line, record) triples, as `_records` gives them)."""
+    for where, line, d in records:
         choices = d.get('choices')
         if not isinstance(choices, list) or not choices:
             raise ValueError(f'{where}: expected a response with a non-empty list choices, got keys {list(d)}')
         gold, correct, gold_tokens = _gold_fields(d, where, len(choices))
         for i, c in enumerate(choices):
             yield f'{where}: choices[{i}]', line, i, c, gold, None if correct is None else correct[i], gold_tokens
+
+class _Alternative(msgspec.Struct):
+    logprob: float
+
+class _Token(msgspec.Struct):
+    token: str
+    logprob: float
+    top_logprobs: list[_Alternative] = []
+
+class _Logprobs(msgspec.Struct):
+    content: list[_Token] | None
+
+class _Choice(msgspec.Struct):
+    logprobs: _Logprobs | None = None
+
+class _Response(msgspec.Struct):
+    "What the reader reads of a chat completion response; every other field is skipped while decoding."
+    choices: list[_Choice]
+    gold: Any = None
+    correct: Any = None
+    gold_tokens: Any = None
+
+_decode_response = msgspec.json.Decoder(_Response).decode
+
+def _typed(first: int, lines: list[str]) -> list[tuple[int, _Response]] | None:
+    "(line, response) of each non-blank line decoded into `_Response`; None: the generic route reads the batch."
+    numbers = [i for i, line in enumerate(lines, first) if line.strip()]
+    data = '\n'.join(lines[i - first] for i in numbers).encode('utf-8')
+    if _digits19(data): return None
+    try: got = [(i, _decode_response(lines[i - first])) for i in numbers]
+    except (msgspec.ValidationError, msgspec.DecodeError): return None
+    return got if all(r.choices for _, r in got) and _keys_unique(data) else None
+
+def _token_choices(source):
+    """(line, choice index, (tokens, logprobs) or None without logprobs, gold, correct, gold_tokens) of every choice: a
+    batch by the typed route when it takes it (`_typed`), else record by record (`_choices`, `_choice`)."""
+    got = _batches(source)
+    generic = lambda records: ((line, i, _choice(c, where), *rest) for where, line, i, c, *rest in _choices(records))
+    if got is None: yield from generic(_records(source)); return
+    name, batches, parse = got
+    for first, lines in batches:
+        typed = _typed(first, lines)
+        if typed is None:
+            yield from generic((f'{name}:{line}', line, d) for line, d in parse(first, lines)); continue
+        for line, r in typed:
+            gold = dict(gold=r.gold, correct=r.correct, gold_tokens=r.gold_tokens)
+            gold, correct, gold_tokens = _gold_fields(gold, f'{name}:{line}', len(r.choices))
+            for i, c in enumerate(r.choices):
+                content = None if c.logprobs is None else c.logprobs.content or []
+                toks = None if content is None else ([t.token for t in content], [t.logprob for t in content])
+                yield line, i, toks, gold, None if correct is None else correct[i], gold_tokens
 
 def _source_name(source) -> str:
     if isinstance(source, Records): return source.name
@@ -155,9 +214,8 @@ def read_openai_logprobs(
     tol = check_float('tol', tol, 0)
     tokens, logprobs, rows, missing, n = [], array('d'), [], [], 0     # log-probabilities: one compact float array
     with _no_gc():                                      # parsed JSON: no cycles to collect
-        for where, line, i, c, gold, correct, gold_tokens in _choices(source):
+        for line, i, got, gold, correct, gold_tokens in _token_choices(source):
             n += 1
-            got = _choice(c, where)
             if got is None or not got[0]:
                 missing.append((line, i)); continue
             tokens.extend(got[0]); logprobs.extend(got[1])
@@ -351,7 +409,7 @@ def read_openai_texts(
     the record's `gold` and `correct`; choices without text are counted and reported in a warning naming the first."""
     rows, missing, n = [], [], 0
     with _no_gc():                                      # parsed JSON: no cycles to collect
-        for where, line, i, c, gold, correct, _ in _choices(source):
+        for where, line, i, c, gold, correct, _ in _choices(_records(source)):
             n += 1
             t = _content(c, where)
             if not t: missing.append((line, i)); continue
@@ -530,7 +588,7 @@ def p_true_events(
     normalize, tol = check_bool('normalize', normalize), check_float('tol', tol, 0)
     toks, lps, idx, rows, missing, n = [], [], [], [], [], 0
     with _no_gc():                                      # parsed JSON: no cycles to collect
-        for where, line, i, c, _, correct, _ in _choices(source):
+        for where, line, i, c, _, correct, _ in _choices(_records(source)):
             if correct is None: raise ValueError(f'{where}: P(True) needs correct (whether the judged answer is right)')
             n += 1
             got = _first_top(c, where)

@@ -9,7 +9,7 @@ from typing import Callable, Mapping
 import numpy as np, pandas as pd
 from ..events import as_pairs, check_choice, check_conf, check_correct, count_true
 from .base import Extractor
-from ..jsonl import _no_gc, _object, fast_records, jsonl_lines
+from ..jsonl import LONE_SURROGATE, _lone_surrogate, _no_gc, _object, fast_records, jsonl_lines
 from ..config import require
 
 # %% auto #0
@@ -406,6 +406,7 @@ def _exact_records(path, first: int, lines: list):
         except ValueError as e: raise ValueError(f'{path}:{lineno}: {e}') from None
         if not isinstance(d, dict):
             raise ValueError(f'{path}:{lineno}: expected a JSON object, got {type(d).__name__}')
+        if (s := _lone_surrogate(line)) is not None: raise ValueError(f'{path}:{lineno}: {LONE_SURROGATE.format(s)}')
         yield lineno, d
 
 def _top_logit_records(path):
