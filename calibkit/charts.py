@@ -21,9 +21,9 @@ from .selective import MAX_CURVE_POINTS, risk_coverage
 __all__ = ['FONT', 'FONT_STACK', 'DATA_DIGITS', 'SVG_DECIMALS', 'BIN_COLUMNS', 'BAND_COLUMNS', 'MAX_ROWS', 'CONF_TITLE',
            'ACC_TITLE', 'SCALES', 'AT_ACCURACY', 'AT_EDGE', 'MODEL_COLORS', 'BAND_NOTE', 'PAGE_PX', 'CURVE_COLUMNS',
            'RC_NOTE', 'SAVE_FORMATS', 'RC_OVERLAY_NOTE', 'font_renderer', 'font_chars', 'chart_spec', 'font_css',
-           'to_svg', 'SVGDisplay', 'svg_display', 'choose_scale', 'reliability', 'grid_columns', 'reliability_grid',
-           'risk_coverage_chart', 'smooth_reliability', 'save_chart', 'study_curve', 'reliability_overlay',
-           'risk_coverage_overlay']
+           'to_svg', 'SVGDisplay', 'svg_display', 'svg_renderer', 'choose_scale', 'reliability', 'grid_columns',
+           'reliability_grid', 'risk_coverage_chart', 'smooth_reliability', 'save_chart', 'study_curve',
+           'reliability_overlay', 'risk_coverage_overlay']
 
 # %% ../nbs/40_charts.ipynb #8d695b12
 FONT = 'Calibkit Sans'                                # the family of calibkit/fonts/CalibkitSans-*.ttf
@@ -54,13 +54,9 @@ def _rounded(x):
     if isinstance(x, list): return [_rounded(v) for v in x]
     return x
 
-def chart_spec(chart,  # an Altair chart
-               ) -> dict:
-    """The chart's Vega-Lite specification with calibkit's font in its configuration (the chart's own settings win),
-    its numbers rounded to `DATA_DIGITS` significant digits and each dataset named by the hash of its rounded rows."""
-    if not isinstance(chart, alt.TopLevelMixin):
-        raise TypeError(f'chart must be an Altair chart, got {type(chart).__name__}')
-    spec = _rounded(chart.to_dict())
+def _finish(spec: dict) -> dict:
+    "A Vega-Lite specification with calibkit's font, its numbers rounded and its datasets renamed (`chart_spec`)."
+    spec = _rounded(spec)
     spec['config'] = {'font': FONT_STACK, **spec.get('config', {})}
     names = {old: 'data-' + hashlib.md5(json.dumps(rows, sort_keys=True).encode()).hexdigest()
              for old, rows in spec.get('datasets', {}).items()}
@@ -68,6 +64,14 @@ def chart_spec(chart,  # an Altair chart
     text = json.dumps(spec)
     for old, new in names.items(): text = text.replace(f'"{old}"', f'"{new}"')
     return json.loads(text)
+
+def chart_spec(chart,  # an Altair chart
+               ) -> dict:
+    """The chart's Vega-Lite specification with calibkit's font in its configuration (the chart's own settings win),
+    its numbers rounded to `DATA_DIGITS` significant digits and each dataset named by the hash of its rounded rows."""
+    if not isinstance(chart, alt.TopLevelMixin):
+        raise TypeError(f'chart must be an Altair chart, got {type(chart).__name__}')
+    return _finish(chart.to_dict())
 
 # %% ../nbs/40_charts.ipynb #9527368d
 def font_css() -> str:
@@ -137,6 +141,14 @@ def svg_display(chart,  # an Altair top-level chart
     out = chart.copy(deep=False)
     object.__setattr__(out, '__class__', cls)        # SchemaBase.__setattr__ would store it as a spec key
     return out
+
+def svg_renderer(spec: dict,  # a Vega-Lite specification, as Altair hands it to a renderer
+                 **options,  # the renderer's options (`alt.renderers.enable('calibkit', ...)`): none are used
+                 ) -> dict:  # the MIME bundle Jupyter shows
+    "Altair's renderer 'calibkit': any chart shown as calibkit's SVG (`chart_spec`'s font and rounding, `to_svg`)."
+    if not isinstance(spec, dict):
+        raise TypeError(f'spec must be a Vega-Lite specification (dict), got {type(spec).__name__}')
+    return {'image/svg+xml': _spec_svg(_finish(spec)), 'text/plain': '<Altair chart, shown as SVG by calibkit>'}
 
 # %% ../nbs/40_charts.ipynb #e64dfee4
 BIN_COLUMNS = ['lo', 'hi', 'n', 'conf', 'acc', 'ci_lo', 'ci_hi']   # what a bins table must have to be charted
