@@ -77,7 +77,7 @@ _WS = np.zeros(256, bool)                                   # JSON's whitespace
 _WS[[9, 10, 13, 32]] = True
 _BRACKET = np.zeros(256, np.int8)                            # +1 opens, -1 closes
 _BRACKET[[ord('{'), ord('[')]], _BRACKET[[ord('}'), ord(']')]] = 1, -1
-_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63],
+_MIX = np.array([0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63],
                 np.uint64)                                  # odd 64-bit constants: a key's parts mixed into one hash
 
 def _unescaped_quotes(b: np.ndarray, bs: np.ndarray) -> np.ndarray:
@@ -134,19 +134,19 @@ def _piece_keys_unique(b: np.ndarray, words: np.ndarray) -> bool:
     j = np.searchsorted(at, start) - 1                       # the last brace before each key
     if j[0] < 0: return False                                # (valid JSON: its object's opening brace, or after)
     obj = at[j]                                              # each key's object, by where it opens: that brace if it
-    after = np.flatnonzero(~opens[j])                        # opens one, else (a key after an object value) the
-    if after.size:                                           # last opening at the key's depth
+    past = np.flatnonzero(~opens[j])                         # opens one, else (a key past an object value) the
+    if past.size:                                            # last opening at the key's depth
         depth = np.cumsum(opens.view(np.int8) * np.int8(2) - np.int8(1), dtype=np.int64)   # the depth after each brace
         d, pos = depth[opens], at[opens]                     # each object: the depth inside it, where it opens
         order = np.argsort(d.astype(np.int16) if d.max(initial=0) < 2**15 else d, kind='stable')   # radix sort
-        k = np.searchsorted(((d << 32) | pos)[order], (depth[j[after]] << 32) | start[after]) - 1
+        k = np.searchsorted(((d << 32) | pos)[order], (depth[j[past]] << 32) | start[past]) - 1
         if (k < 0).any(): return False
-        obj[after] = pos[order[k]]
+        obj[past] = pos[order[k]]
     n = stop - start
-    h = (((obj << 24) + n).view(np.uint64) * _MIX[1] + _window(words, start, n) * _MIX[2]
-         + _window(words, np.maximum(stop - 8, start), n) * _MIX[3])
+    h = (((obj << 24) + n).view(np.uint64) * _MIX[0] + _window(words, start, n) * _MIX[1]
+         + _window(words, np.maximum(stop - 8, start), n) * _MIX[2])
     long = np.flatnonzero(n > 16)                            # their middle too
-    h[long] += _window(words, start[long] + n[long] // 2 - 4, n[long]) * _MIX[4]
+    h[long] += _window(words, start[long] + n[long] // 2 - 4, n[long]) * _MIX[3]
     top = (h >> np.uint64(32)).astype(np.uint32)              # their high halves first: sorted twice as fast here
     top.sort()
     if not (top[1:] == top[:-1]).any(): return True
