@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from itertools import chain
 from pathlib import Path
 import numpy as np, orjson
-from numpy.lib.stride_tricks import sliding_window_view
 from .config import decode_utf8
 
 
@@ -78,7 +77,7 @@ _WS = np.zeros(256, bool)                                   # JSON's whitespace
 _WS[[9, 10, 13, 32]] = True
 _BRACKET = np.zeros(256, np.int8)                            # +1 opens, -1 closes
 _BRACKET[[ord('{'), ord('[')]], _BRACKET[[ord('}'), ord(']')]] = 1, -1
-_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63],
+_MIX = np.array([0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63],
                 np.uint64)                                  # odd 64-bit constants: a key's parts mixed into one hash
 
 def _unescaped_quotes(b: np.ndarray, bs: np.ndarray) -> np.ndarray:
@@ -96,9 +95,9 @@ def _unescaped_quotes(b: np.ndarray, bs: np.ndarray) -> np.ndarray:
 
 _PREFIX = np.array([(1 << 8 * k) - 1 for k in range(8)] + [2**64 - 1], np.uint64)   # the low k bytes of a uint64
 
-def _window(windows: np.ndarray, start: np.ndarray, n: np.ndarray) -> np.ndarray:
-    "The bytes [start, start + min(n, 8)) as one uint64 each, the rest zero (`windows`: every 8 bytes, padded)."
-    return windows[start].view('<u8')[:, 0] & _PREFIX[np.minimum(n, 8)]
+def _window(words: np.ndarray, start: np.ndarray, n: np.ndarray) -> np.ndarray:
+    "The bytes [start, start + min(n, 8)) as one uint64 each, the rest zero (`words`: the uint64 at every byte)."
+    return words[start] & _PREFIX[np.minimum(n, 8)]
 
 KEY_PIECE = 1 << 16   # bytes of whole lines scanned at a time by `_keys_unique`: its arrays stay in the cache
 
@@ -107,11 +106,13 @@ def _keys_unique(data: bytes) -> bool:
     bytes; False when one may have: a key twice, a key holding an escape, two keys alike in their hashed windows."""
     cuts = [0]
     while cuts[-1] + KEY_PIECE < len(data) and (nl := data.find(b'\n', cuts[-1] + KEY_PIECE)) >= 0: cuts.append(nl + 1)
-    b = np.frombuffer(data, np.uint8)
-    return all(_piece_keys_unique(b[i:j]) for i, j in zip(cuts, cuts[1:] + [len(data)]))
+    padded = data + bytes(8)                                  # a uint64 read at every byte of the data
+    b = np.frombuffer(padded, np.uint8)
+    return all(_piece_keys_unique(b[i:j], np.ndarray((j - i,), '<u8', padded, i, (1,)))   # unaligned: stride 1
+               for i, j in zip(cuts, cuts[1:] + [len(data)]))
 
-def _piece_keys_unique(b: np.ndarray) -> bool:
-    "`_keys_unique` of the bytes `b` (whole lines)."
+def _piece_keys_unique(b: np.ndarray, words: np.ndarray) -> bool:
+    "`_keys_unique` of the bytes `b` (whole lines); `words[i]`: the 8 bytes from `b[i]` as one little-endian uint64."
     bs = np.flatnonzero(b == ord('\\'))
     q = _unescaped_quotes(b, bs)
     if q.size % 2: return False
@@ -127,22 +128,28 @@ def _piece_keys_unique(b: np.ndarray) -> bool:
     start, stop = start[key], stop[key]
     if not start.size: return True
     if bs.size and (np.searchsorted(bs, start) != np.searchsorted(bs, stop)).any(): return False
-    at = np.flatnonzero((b == ord('{')) | (b == ord('}')) | (b == ord('[')) | (b == ord(']')))
-    at = at[np.searchsorted(q, at) % 2 == 0]                 # brackets outside strings (even quotes before)
-    step = _BRACKET[b[at]]
-    depth = np.cumsum(step, dtype=np.int64)                  # the depth after each bracket
-    d, pos = depth[step > 0], at[step > 0]                   # each opening: the depth inside it, its position
-    order = np.argsort(d.astype(np.int16) if d.max(initial=0) < 2**15 else d, kind='stable')   # radix: depth, position
-    j = np.searchsorted(at, start) - 1
-    inside = depth[np.maximum(j, 0)] * (j >= 0)              # each key's depth
-    obj = np.searchsorted(((d << 32) | pos)[order], (inside << 32) | start) - 1   # its object: the last opening there
-    if (obj < 0).any(): return False
+    at = np.flatnonzero((b == ord('{')) | (b == ord('}')))   # objects nest among braces alone: arrays play no part
+    at = at[np.searchsorted(q, at) % 2 == 0]                 # braces outside strings (even quotes before)
+    opens = b[at] == ord('{')
+    j = np.searchsorted(at, start) - 1                       # the last brace before each key
+    if j[0] < 0: return False                                # (valid JSON: its object's opening brace, or after)
+    obj = at[j]                                              # each key's object, by where it opens: that brace if it
+    past = np.flatnonzero(~opens[j])                         # opens one, else (a key past an object value) the
+    if past.size:                                            # last opening at the key's depth
+        depth = np.cumsum(opens.view(np.int8) * np.int8(2) - np.int8(1), dtype=np.int64)   # the depth after each brace
+        d, pos = depth[opens], at[opens]                     # each object: the depth inside it, where it opens
+        order = np.argsort(d.astype(np.int16) if d.max(initial=0) < 2**15 else d, kind='stable')   # radix sort
+        k = np.searchsorted(((d << 32) | pos)[order], (depth[j[past]] << 32) | start[past]) - 1
+        if (k < 0).any(): return False
+        obj[past] = pos[order[k]]
     n = stop - start
-    windows = sliding_window_view(np.concatenate([b, np.zeros(8, np.uint8)]), 8)   # every 8 bytes, as rows
-    h = (order[obj].astype(np.uint64) * _MIX[0] + n.astype(np.uint64) * _MIX[1] + _window(windows, start, n) * _MIX[2]
-         + _window(windows, np.maximum(stop - 8, start), n) * _MIX[3])
+    h = (((obj << 24) + n).view(np.uint64) * _MIX[0] + _window(words, start, n) * _MIX[1]
+         + _window(words, np.maximum(stop - 8, start), n) * _MIX[2])
     long = np.flatnonzero(n > 16)                            # their middle too
-    h[long] += _window(windows, start[long] + n[long] // 2 - 4, n[long]) * _MIX[4]
+    h[long] += _window(words, start[long] + n[long] // 2 - 4, n[long]) * _MIX[3]
+    top = (h >> np.uint64(32)).astype(np.uint32)              # their high halves first: sorted twice as fast here
+    top.sort()
+    if not (top[1:] == top[:-1]).any(): return True
     h.sort()
     return not (h[1:] == h[:-1]).any()
 

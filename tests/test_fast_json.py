@@ -206,3 +206,186 @@ def test_what_the_typed_route_refuses_the_generic_route_names(tmp_path, bad, mes
     assert (llm._typed(1, p.read_text().split('\n')[:2]) is None) == ('gold' not in message)
     with pytest.raises(ValueError, match=re.escape(message)) as caught: llm.read_openai_logprobs(p)
     assert str(caught.value).startswith(f'{p}:2')
+
+
+# Property tests (hypothesis): the fast routes against the exact ones on generated files.
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+import tempfile
+from pathlib import Path
+
+DIGITS19 = re.compile(r'(?<![0-9.])[0-9]{19}')                   # what `_digits19` sends the exact route
+SPACING = [(',', ':'), (', ', ': '), (' ,\t', ' :  ')]
+keys_st = st.text(st.characters(exclude_categories=['Cs']), max_size=5)
+scalars = (st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.text(max_size=6)
+           | st.floats(allow_nan=False, allow_infinity=False))
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys_st, inner, max_size=4),
+                      max_leaves=16)
+records = st.dictionaries(keys_st, values, max_size=5)
+
+
+@st.composite
+def jsonl(draw, recs=records) -> list[str]:
+    "Lines of a JSON Lines batch: records written with or without ASCII escapes and spaces, and blank lines."
+    write = lambda: json.dumps(draw(recs), ensure_ascii=draw(st.booleans()), separators=draw(st.sampled_from(SPACING)))
+    return [write() if draw(st.integers(0, 9)) else draw(st.sampled_from(['', ' ', '\t']))
+            for _ in range(draw(st.integers(1, 8)))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(jsonl(), st.integers(1, 10**6))
+def test_fast_records_equal_the_exact_route_on_generated_batches(lines, first):
+    got, want = fast_records(first, lines), exact(first, lines)
+    if got is not None: assert repr(got) == repr(want)                  # repr: -0.0, 1 and 1.0 told apart
+    unsure = any(DIGITS19.search(line) or ESCAPED_KEY.search(line) for line in lines)
+    assert got is not None or unsure                                     # only these send a valid batch back
+
+
+def spell(key: str, how: int) -> str:
+    "`key` as a JSON string: as json writes it (0), with ASCII escapes (1), or every character as a \\u escape (2)."
+    if how < 2: return json.dumps(key, ensure_ascii=bool(how))
+    return '"' + ''.join(f'\\u{u:04x}' for u in memoryview(key.encode('utf-16-le')).cast('H')) + '"'
+
+
+def write_twice(value, target: int, at: int, how: int, counter: list) -> str:
+    """`value` as JSON, the `target`-th of its objects (depth first) holding one of its keys a second time (the key at
+    position `at` mod its size, spelled `how`, inserted at that position)."""
+    if isinstance(value, list): return '[' + ', '.join(write_twice(v, target, at, how, counter) for v in value) + ']'
+    if not isinstance(value, dict): return json.dumps(value)
+    mine, counter[0] = counter[0], counter[0] + 1
+    pairs = [f'{json.dumps(k)}: {write_twice(v, target, at, how, counter)}' for k, v in value.items()]
+    if mine == target and value:
+        k = list(value)[at % len(value)]
+        pairs.insert(at % (len(pairs) + 1), f'{spell(k, how)}: 0')
+    return '{' + ', '.join(pairs) + '}'
+
+
+def n_objects(value) -> int:
+    if isinstance(value, list): return sum(map(n_objects, value))
+    return 1 + sum(map(n_objects, value.values())) if isinstance(value, dict) else 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(records, st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 2))
+def test_a_key_written_twice_anywhere_is_never_read_by_the_fast_route(rec, target, at, how):
+    line = write_twice(rec, target % n_objects(rec), at, how, [0])      # (`records` are objects: one at least)
+    assume(line != json.dumps(rec))                                      # the chosen object had a key to repeat
+    with pytest.raises(ValueError, match='appears twice in one object') as caught:
+        json.loads(line, object_pairs_hook=_object)
+    assert fast_records(1, [line]) is None
+    if how == 0: assert not _keys_unique(line.encode())                  # found by the scan itself, not by an escape
+    assert 'appears twice' in str(caught.value)
+
+
+def chat(draw_text=st.text(max_size=4)):
+    "A chat completion with logprobs and top_logprobs, gold fields, and fields the reader skips."
+    alt = st.fixed_dictionaries({'token': draw_text, 'logprob': st.floats(-30, 0) | st.integers(-30, 0)},
+                                optional={'bytes': st.lists(st.integers(0, 255), max_size=3)})
+    tok = st.fixed_dictionaries({'token': draw_text, 'logprob': st.floats(-30, 0)},
+                                optional={'bytes': st.lists(st.integers(0, 255), max_size=3),
+                                          'top_logprobs': st.lists(alt, max_size=3)})
+    logprobs = st.fixed_dictionaries({'content': st.lists(tok, max_size=5)}, optional={'refusal': st.none()})
+    choice = st.fixed_dictionaries({'index': st.integers(0, 3), 'logprobs': st.none() | logprobs},
+                                   optional={'message': st.fixed_dictionaries({'content': st.text(max_size=5)}),
+                                             'finish_reason': st.just('stop')})
+    return st.fixed_dictionaries({'choices': st.lists(choice, min_size=1, max_size=2)},
+                                 optional={'id': st.text(max_size=5), 'usage': values, 'gold': st.text(max_size=5),
+                                           'gold_tokens': st.lists(st.text(max_size=3), max_size=3)})
+
+
+def read_both(lines: list[str], monkeypatch):
+    "`read_openai_logprobs` of a file of `lines` by the typed route, then by the generic route: (result or error) each."
+    out = []
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d)/'chat.jsonl'
+        p.write_text('\n'.join(lines) + '\n', encoding='utf-8')
+        for typed in (llm._typed, lambda first, lines: None):
+            with monkeypatch.context() as m:
+                m.setattr(llm, '_typed', typed)
+                try: out.append(llm.read_openai_logprobs(p))
+                except ValueError as e: out.append(str(e).replace(str(p), 'FILE'))
+    return out
+
+
+@pytest.mark.filterwarnings('ignore:.*give no')
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(recs=st.lists(chat(), min_size=1, max_size=6), ascii_=st.booleans())
+def test_the_typed_route_reads_what_the_generic_route_reads_on_generated_files(recs, ascii_, monkeypatch):
+    typed, generic = read_both([json.dumps(r, ensure_ascii=ascii_) for r in recs], monkeypatch)
+    if isinstance(generic, str): assert typed == generic                # the same error, at the same line
+    else: assert all(g.equals(w) and g.attrs == w.attrs for g, w in zip(typed, generic))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(recs=st.lists(chat(), min_size=2, max_size=5), data=st.data())
+def test_a_key_written_twice_in_a_chat_completion_is_refused_alike_by_both_routes(recs, data, monkeypatch):
+    """Anywhere: in a response, a choice, a token, a `top_logprobs` entry; as written or spelled with escapes."""
+    i = data.draw(st.integers(0, len(recs) - 1))
+    how = data.draw(st.integers(0, 2))
+    line = write_twice(recs[i], data.draw(st.integers(0, n_objects(recs[i]) - 1)), data.draw(st.integers(0, 99)), how,
+                       [0])
+    assume(line != json.dumps(recs[i]))
+    lines = [json.dumps(r) for r in recs]
+    lines[i] = line
+    typed, generic = read_both(lines, monkeypatch)
+    assert isinstance(typed, str) and typed == generic
+    assert re.fullmatch(rf"FILE:{i + 1}: key .* appears twice in one object", typed), typed
+
+
+@pytest.mark.parametrize('key, spelled', [('a', '"\\u0061"'), ('logprob', '"\\u006cogprob"'),
+                                          ('token', '"t\\u006fken"'), ('é', '"\\u00e9"'), ('😀', '"\\ud83d\\ude00"')])
+def test_a_key_spelled_with_escapes_is_the_same_key(tmp_path, key, spelled):
+    """"\\u0061" is "a": the scan never proves an escaped key unique, and the exact route names the key as read."""
+    line = ('{"choices": [{"logprobs": {"content": [{"token": "x", "logprob": -1, '
+            f'"top_logprobs": [{{"{key}": 1, {spelled}: 2, "logprob": -2}}]}}]}}}}]}}')
+    assert not _keys_unique(line.encode()) and fast_records(1, [line]) is None and llm._typed(1, [line]) is None
+    p = tmp_path/'esc.jsonl'
+    p.write_text(json.dumps(responses(random.Random(0), 1)[0]) + '\n' + line + '\n', encoding='utf-8')
+    want = f'{p}:2: key {key!r} appears twice in one object'
+    for read in (llm.read_openai_logprobs, openai_token_events, lambda p: list(_top_ok(p))):
+        with pytest.raises(ValueError, match=re.escape(want)): read(p)
+    with pytest.raises(InputError, match=re.escape(f'esc.jsonl: line 2: key {key!r} appears twice in one object')):
+        load_input(p, extractor=ck.extractor('openai_logprobs'))
+
+
+def _top_ok(p):
+    "Every batch of `p` by `fast_records` or else the library's exact route (`seq2seq._exact_records`)."
+    for first, lines in jsonl_lines(p): yield from fast_records(first, lines) or seq2seq._exact_records(p, first, lines)
+
+
+@pytest.mark.parametrize('line', [
+    '{"n": 12345678901234567890}', '{"n": -100000000000000000000000, "x": 0.5}',   # integers beyond 64 bits
+    '{"a": 1, "\\u0062": 2}',                                                    # an escaped key (no key twice)
+    '{"x": NaN, "y": -Infinity}',                                                # read by `json`, refused by orjson
+    '{"s": "12345678901234567890 in a string"}'])
+def test_valid_lines_orjson_cannot_tell_go_the_exact_route_with_the_same_records(tmp_path, line):
+    lines = [json.dumps({'i': 1}), line, '', json.dumps({'i': 3})]
+    assert fast_records(1, lines) is None
+    p = tmp_path/'unsure.jsonl'
+    p.write_text('\n'.join(lines) + '\n', encoding='utf-8')
+    assert repr(list(jsonl_batches(p))) == repr([exact(1, lines)])              # the command line's route
+    assert repr(list(_top_ok(p))) == repr(exact(1, lines))                      # the library's
+
+
+@pytest.mark.parametrize('line, message', [
+    ('{"a": 1', 'invalid JSON'), ('[1, 2]', 'expected a JSON object, got list'), ('{"a": 1} {"b": 2}', 'invalid JSON'),
+    ('{"s": "\\ud800"}', 'lone UTF-16 surrogate'), ('{"a": {"b": 1, "b": 2}}', "key 'b' appears twice")])
+def test_lines_the_fast_route_refuses_are_named_by_the_exact_route(tmp_path, line, message):
+    lines = [json.dumps({'i': 1}), '', line]
+    assert fast_records(1, lines) is None
+    p = tmp_path/'bad.jsonl'
+    p.write_text('\n'.join(lines) + '\n', encoding='utf-8')
+    with pytest.raises(ValueError, match=re.escape(f'{p}:3: ') + '.*' + re.escape(message)): list(_top_ok(p))
+    with pytest.raises(InputError, match=r'bad\.jsonl: line 3(, column \d+)?: .*' + re.escape(message)):
+        list(jsonl_batches(p))
+
+
+def test_many_keys_in_one_object_high_halves_alike_whole_hashes_apart():
+    """150,000 distinct random keys of 8 letters in one object: some two of their hashes share the high 32 bits (about
+    2.6 such pairs expected; this seed has one at least, checked when written), so the whole hashes decide; one key
+    more, written twice, is found."""
+    rng = random.Random(0)
+    keys = list(dict.fromkeys(''.join(rng.choices('abcdefghijklmnopqrstuvwxyz', k=8)) for _ in range(150_000)))
+    line = json.dumps(dict.fromkeys(keys, 0), separators=(',', ':'))
+    assert _keys_unique(line.encode())
+    assert not _keys_unique((line[:-1] + f',"{keys[77]}":1}}').encode())
+    assert fast_records(1, [line]) == [(1, json.loads(line))]
