@@ -1,0 +1,64 @@
+"""Are two built documentation sites the same? `python bench/docs_same.py SITE_A SITE_B` (e.g. main's _docs/ and a branch's).
+
+Compares the two trees file by file: the same relative paths, and byte-identical contents except for memory addresses
+(`0x7f...`, in the repr of an object a page may show), which differ from one process to the next. Build both from
+the same checkout path (a constant's value may show it: `ARTIFACT_DIR`), or name the two checkouts with `--roots A B`
+to read each as `<root>` (.buildinfo's config hash still differs then: it hashes the site's absolute static paths). Prints every
+difference (a missing file, or a changed one with its first differing line) and exits 1 if there is any, else prints
+how many files it compared and exits 0.
+"""
+import argparse, difflib, re, sys
+from pathlib import Path
+
+ADDRESS = re.compile(rb'0x[0-9a-fA-F]{6,16}')
+
+
+def normalised(body: bytes, root: str = '') -> bytes:
+    "A file's contents with memory addresses (and the checkout path `root`, if given) replaced: what is left must be identical."
+    if root: body = body.replace(root.encode(), b'<root>')
+    return ADDRESS.sub(b'0x?', body)
+
+
+def files(site: Path) -> dict:
+    return {p.relative_to(site).as_posix(): p for p in sorted(site.rglob('*')) if p.is_file()}
+
+
+def first_difference(a: bytes, b: bytes, context: int = 100) -> str:
+    "Where two contents first differ, as a short unified diff of their lines (text) or an offset (binary)."
+    try: la, lb = a.decode().splitlines(), b.decode().splitlines()
+    except UnicodeDecodeError:
+        at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        return f'    binary, first difference at byte {at} ({len(a)} vs {len(b)} bytes)'
+    diff = [l[:2 * context] for l in difflib.unified_diff(la, lb, lineterm='', n=0)][2:8]
+    return '\n'.join('    ' + l for l in diff)
+
+
+def compare(site_a: Path, site_b: Path, root_a: str = '', root_b: str = '') -> list[str]:
+    "Every difference between the two sites, as lines to print (none: the same site)."
+    fa, fb = files(site_a), files(site_b)
+    problems = [f'only in {site_a}: {rel}' for rel in sorted(fa.keys() - fb.keys())]
+    problems += [f'only in {site_b}: {rel}' for rel in sorted(fb.keys() - fa.keys())]
+    for rel in sorted(fa.keys() & fb.keys()):
+        a, b = fa[rel].read_bytes(), fb[rel].read_bytes()
+        if a != b and (na := normalised(a, root_a)) != (nb := normalised(b, root_b)):
+            problems.append(f'differs: {rel}\n' + first_difference(na, nb))
+    return problems
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('site_a', type=Path)
+    ap.add_argument('site_b', type=Path)
+    ap.add_argument('--roots', nargs=2, default=['', ''], metavar=('ROOT_A', 'ROOT_B'),
+                    help='the checkouts the two sites were built from (their paths are then read as <root>)')
+    a = ap.parse_args(argv)
+    for site in (a.site_a, a.site_b):
+        if not site.is_dir(): sys.exit(f'{site} is not a folder (a built site)')
+    problems = compare(a.site_a, a.site_b, *a.roots)
+    print('\n'.join(problems) if problems else
+          f'the same site: {len(files(a.site_a))} files, identical (memory addresses aside)')
+    return 1 if problems else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
