@@ -11,7 +11,7 @@ myst-nb + pydata-sphinx-theme with the configuration in docs/conf.py; MathJax is
     python docs/build.py --execute        # execute copies of the notebooks first (build/docs-exec/)
     python docs/build.py --src DIR        # notebooks from DIR (e.g. executed copies) instead of nbs/
 """
-import argparse, ast, base64, copy, hashlib, json, os, re, shutil, sys, time
+import argparse, ast, base64, copy, functools, gc, hashlib, json, os, re, shutil, sys, time
 from html import unescape as html_unescape
 from pathlib import Path
 
@@ -27,6 +27,9 @@ HOWTO_FROM = 80                 # notebooks numbered 80-89 are how-to guides,
 TUTORIAL_FROM = 90              # 90 and up tutorials, the others document modules
 README_ONLY = '<!-- readme-only'  # a home-page markdown cell that begins so is in README.md, not on the site
 CONTRIBUTING = ROOT/'CONTRIBUTING.md'
+# the build makes millions of small objects that live long (doctrees, the imported modules): with Python's default
+# thresholds (700, 10, 10) its cyclic garbage collector scanned them over and over
+GC_THRESHOLDS = (50_000, 20, 20)
 MAX_EXAMPLE_CELLS = 2           # an API entry's example: at most this many usage cells after the definition (then tests, folded)
 
 DIRECTIVE = re.compile(r'^\s*#\|\s*([\w-]+)\s*:?\s*(.*?)\s*$')
@@ -347,6 +350,7 @@ def write_font_css():
     if not target.exists() or target.read_text() != font_css(): target.write_text(font_css())
 
 
+@functools.cache         # each module's page and its entry in the API index read it
 def module_docstring(module: str) -> str:
     path = ROOT/Path(*module.split('.'))
     text = (path/'__init__.py' if path.is_dir() else path.with_suffix('.py')).read_text(encoding='utf-8')
@@ -490,6 +494,7 @@ def main(argv=None):
     ap.add_argument('--fresh', action='store_true', help='ignore the cache of a previous build')
     a = ap.parse_args(argv)
     t0 = time.time()
+    gc.set_threshold(*GC_THRESHOLDS)
     src = execute(EXECUTED) if a.execute else Path(a.src).resolve()
     out = Path(a.out).resolve()
     if a.fresh:
@@ -498,6 +503,7 @@ def main(argv=None):
     counts = stage(src)
     warnings = ROOT/'build'/'docs-warnings.txt'
     from sphinx.cmd.build import build_main
+    gc.freeze()         # the modules imported (calibkit's, torch, Sphinx): never garbage, never scanned again
     os.environ['CALIBKIT_QUIET'] = '1'
     scratch = out.parent/'jupyter_execute'           # myst-nb's copies of the notebooks, next to the site
     had_scratch = scratch.exists()
