@@ -1,7 +1,9 @@
 """Are two built documentation sites the same? `python bench/docs_same.py SITE_A SITE_B` (e.g. main's _docs/ and a branch's).
 
 Compares the two trees file by file: the same relative paths, and byte-identical contents except for memory addresses
-(`0x7f...`, in the repr of an object a page may show), which differ from one process to the next. Build both from
+(`0x7f...`, in the repr of an object a page may show: a constant holding functions), which differ from one process to
+the next, and the checksums Sphinx appends to the links of a file that holds such addresses (`ck-search-text.js?v=...`:
+a warm build links the search text of the build before it, by its CRC). Build both from
 the same checkout path (a constant's value may show it: `ARTIFACT_DIR`), or name the two checkouts with `--roots A B`
 to read each as `<root>` (.buildinfo's config hash still differs then: it hashes the site's absolute static paths). Prints every
 difference (a missing file, or a changed one with its first differing line) and exits 1 if there is any, else prints
@@ -13,9 +15,11 @@ from pathlib import Path
 ADDRESS = re.compile(rb'0x[0-9a-fA-F]{6,16}')
 
 
-def normalised(body: bytes, root: str = '') -> bytes:
-    "A file's contents with memory addresses (and the checkout path `root`, if given) replaced: what is left must be identical."
+def normalised(body: bytes, root: str = '', with_addresses: tuple = ()) -> bytes:
+    """A file's contents with memory addresses, the checksums in links to the files `with_addresses` (their names) and
+    the checkout path `root`, if given, replaced: what is left must be identical."""
     if root: body = body.replace(root.encode(), b'<root>')
+    for name in with_addresses: body = re.sub(re.escape(name.encode()) + rb'\?v=[0-9a-f]+', name.encode() + b'?v=?', body)
     return ADDRESS.sub(b'0x?', body)
 
 
@@ -38,9 +42,10 @@ def compare(site_a: Path, site_b: Path, root_a: str = '', root_b: str = '') -> l
     fa, fb = files(site_a), files(site_b)
     problems = [f'only in {site_a}: {rel}' for rel in sorted(fa.keys() - fb.keys())]
     problems += [f'only in {site_b}: {rel}' for rel in sorted(fb.keys() - fa.keys())]
+    with_addresses = tuple(sorted({p.name for p in [*fa.values(), *fb.values()] if ADDRESS.search(p.read_bytes())}))
     for rel in sorted(fa.keys() & fb.keys()):
         a, b = fa[rel].read_bytes(), fb[rel].read_bytes()
-        if a != b and (na := normalised(a, root_a)) != (nb := normalised(b, root_b)):
+        if a != b and (na := normalised(a, root_a, with_addresses)) != (nb := normalised(b, root_b, with_addresses)):
             problems.append(f'differs: {rel}\n' + first_difference(na, nb))
     return problems
 

@@ -23,6 +23,8 @@ STAGE = ROOT/'build'/'docs-src'
 DOCTREES = ROOT/'build'/'docs-doctrees'
 EXECUTED = ROOT/'build'/'docs-exec'
 MANIFEST = ROOT/'build'/'docs-manifest.json'   # what the last build documented (tests/test_docs.py reads it)
+SEARCH_TEXT_CACHE = ROOT/'build'/'docs-search-text.json'    # {hash of a page's HTML and of this file: its text}
+BUILD_CODE = Path(__file__).read_bytes()        # the code that extracts a page's text is part of each page's key
 HOWTO_FROM = 80                 # notebooks numbered 80-89 are how-to guides,
 TUTORIAL_FROM = 90              # 90 and up tutorials, the others document modules
 README_ONLY = '<!-- readme-only'  # a home-page markdown cell that begins so is in README.md, not on the site
@@ -448,14 +450,23 @@ def page_text(page: str) -> tuple[str, dict]:
     return ''.join(parts), anchors
 
 
+def _read_json(path: Path) -> dict:
+    try: return json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, ValueError): return {}
+
+
 def write_search_text(out: Path) -> int:
     """`_static/ck-search-text.js`: every page's text and its anchors' offsets, for the summaries under search results
-    (docs/_static/ck-search.js); returns the number of pages."""
-    texts = {}
+    (docs/_static/ck-search.js); returns the number of pages. A page whose HTML (and this file) is unchanged since the
+    last build is not read again: its text is in SEARCH_TEXT_CACHE (Sphinx leaves an unchanged page alone)."""
+    texts, cache, seen = {}, _read_json(SEARCH_TEXT_CACHE), {}
     for page in sorted(out.rglob('*.html')):
         rel = page.relative_to(out).with_suffix('').as_posix()
         if rel in ('search', 'genindex', 'py-modindex') or rel.startswith('_'): continue
-        texts[rel] = list(page_text(page.read_text(encoding='utf-8')))
+        html = page.read_bytes()
+        key = hashlib.sha256(BUILD_CODE + html).hexdigest()
+        texts[rel] = seen[key] = cache.get(key) or list(page_text(html.decode('utf-8')))
+    SEARCH_TEXT_CACHE.write_text(json.dumps(seen, ensure_ascii=False), encoding='utf-8')
     body = 'window.CK_SEARCH_TEXT = ' + json.dumps(texts, ensure_ascii=False, sort_keys=True) + ';\n'
     (out/'_static'/docs_conf.SEARCH_TEXT).write_text(body, encoding='utf-8')
     return len(texts)
@@ -500,6 +511,7 @@ def main(argv=None):
     if a.fresh:
         for d in (STAGE, DOCTREES, out):
             shutil.rmtree(d, ignore_errors=True)
+        SEARCH_TEXT_CACHE.unlink(missing_ok=True)
     counts = stage(src)
     warnings = ROOT/'build'/'docs-warnings.txt'
     from sphinx.cmd.build import build_main
