@@ -50,10 +50,12 @@ def main(argv=None):
             for kind in ('cold', 'warm'):
                 times[who, kind].append(build(checkout, fresh=kind == 'cold'))
                 cpu, wall = times[who, kind][-1]
-                print(f'round {r + 1} {who} {kind}: {cpu:.1f} s processor, {wall:.1f} s wall', file=sys.stderr, flush=True)
+                print(f'round {r + 1} {who} {kind}: {cpu:.1f} s processor, {wall:.1f} s wall', file=sys.stderr,
+                      flush=True)
     after = load()
     print(f'{a.rounds} interleaved rounds; load average (1, 5, 15 min) {before} before, {after} after\n')
-    print('| build | baseline processor s (range) | this branch processor s (range) | ratio | baseline wall s | this wall s |')
+    print('| build | baseline processor s (range) | this branch processor s (range) | ratio | baseline wall s '
+          '| this wall s |')
     print('|---|---|---|---|---|---|')
     for kind in ('warm', 'cold'):
         b, h = ([c for c, _ in times[who, kind]] for who in ('base', 'head'))

@@ -1,15 +1,17 @@
-"""Are two built documentation sites the same? `python bench/docs_same.py SITE_A SITE_B` (e.g. main's _docs/ and a branch's).
+"""Are two built documentation sites the same? `python bench/docs_same.py SITE_A SITE_B` (main's _docs/, a branch's).
 
 Compares the two trees file by file: the same relative paths, and byte-identical contents except for memory addresses
 (`0x7f...`, in the repr of an object a page may show: a constant holding functions), which differ from one process to
 the next, and the checksums Sphinx appends to the links of a file that holds such addresses (`ck-search-text.js?v=...`:
-a warm build links the search text of the build before it, by its CRC). Build both from
+a warm build links the search text of the build before it, by its CRC), and, in the search index (searchindex.js),
+the words that are such addresses: the order of their entries follows the addresses, and a warm build keeps those of
+the build before it, emptied (so their entries are compared as a sorted list, the emptied ones left out). Build both from
 the same checkout path (a constant's value may show it: `ARTIFACT_DIR`), or name the two checkouts with `--roots A B`
-to read each as `<root>` (.buildinfo's config hash still differs then: it hashes the site's absolute static paths). Prints every
-difference (a missing file, or a changed one with its first differing line) and exits 1 if there is any, else prints
-how many files it compared and exits 0.
+to read each as `<root>` (.buildinfo's config hash still differs then: it hashes the site's absolute static paths).
+Prints every difference (a missing file, or a changed one with its first differing line) and exits 1 if there is
+any, else prints how many files it compared and exits 0.
 """
-import argparse, difflib, re, sys
+import argparse, difflib, json, re, sys
 from pathlib import Path
 
 ADDRESS = re.compile(rb'0x[0-9a-fA-F]{6,16}')
@@ -19,8 +21,23 @@ def normalised(body: bytes, root: str = '', with_addresses: tuple = ()) -> bytes
     """A file's contents with memory addresses, the checksums in links to the files `with_addresses` (their names) and
     the checkout path `root`, if given, replaced: what is left must be identical."""
     if root: body = body.replace(root.encode(), b'<root>')
-    for name in with_addresses: body = re.sub(re.escape(name.encode()) + rb'\?v=[0-9a-f]+', name.encode() + b'?v=?', body)
+    for name in with_addresses:
+        body = re.sub(re.escape(name.encode()) + rb'\?v=[0-9a-f]+', name.encode() + b'?v=?', body)
     return ADDRESS.sub(b'0x?', body)
+
+
+def search_index(body: bytes) -> bytes:
+    """Sphinx's searchindex.js with the words that are memory addresses read as one: their entries sorted, the
+    emptied ones (words of the build before, which a warm build keeps with no page) left out."""
+    head, tail = b'Search.setIndex(', b')'
+    if not (body.startswith(head) and body.rstrip().endswith(tail)): return body
+    index = json.loads(body[len(head):body.rstrip().rindex(tail)])
+    for key, words in index.items():
+        if not isinstance(words, dict): continue
+        addresses = sorted(json.dumps(v) for w, v in words.items() if ADDRESS.fullmatch(w.encode()) and v != [])
+        index[key] = {w: v for w, v in words.items() if not ADDRESS.fullmatch(w.encode())}
+        if addresses: index[key]['0x?'] = addresses
+    return head + json.dumps(index, sort_keys=True).encode() + tail
 
 
 def files(site: Path) -> dict:
@@ -45,6 +62,7 @@ def compare(site_a: Path, site_b: Path, root_a: str = '', root_b: str = '') -> l
     with_addresses = tuple(sorted({p.name for p in [*fa.values(), *fb.values()] if ADDRESS.search(p.read_bytes())}))
     for rel in sorted(fa.keys() & fb.keys()):
         a, b = fa[rel].read_bytes(), fb[rel].read_bytes()
+        if a != b and rel.endswith('searchindex.js'): a, b = search_index(a), search_index(b)
         if a != b and (na := normalised(a, root_a, with_addresses)) != (nb := normalised(b, root_b, with_addresses)):
             problems.append(f'differs: {rel}\n' + first_difference(na, nb))
     return problems
