@@ -11,7 +11,7 @@ myst-nb + pydata-sphinx-theme with the configuration in docs/conf.py; MathJax is
     python docs/build.py --execute        # execute copies of the notebooks first (build/docs-exec/)
     python docs/build.py --src DIR        # notebooks from DIR (e.g. executed copies) instead of nbs/
 """
-import argparse, ast, base64, copy, hashlib, json, os, re, shutil, sys, time
+import argparse, ast, base64, copy, functools, gc, hashlib, json, os, re, shutil, sys, time
 from html import unescape as html_unescape
 from pathlib import Path
 
@@ -23,10 +23,15 @@ STAGE = ROOT/'build'/'docs-src'
 DOCTREES = ROOT/'build'/'docs-doctrees'
 EXECUTED = ROOT/'build'/'docs-exec'
 MANIFEST = ROOT/'build'/'docs-manifest.json'   # what the last build documented (tests/test_docs.py reads it)
+SEARCH_TEXT_CACHE = ROOT/'build'/'docs-search-text.json'    # {hash of a page's HTML and of this file: its text}
+BUILD_CODE = Path(__file__).read_bytes()        # the code that extracts a page's text is part of each page's key
 HOWTO_FROM = 80                 # notebooks numbered 80-89 are how-to guides,
 TUTORIAL_FROM = 90              # 90 and up tutorials, the others document modules
 README_ONLY = '<!-- readme-only'  # a home-page markdown cell that begins so is in README.md, not on the site
 CONTRIBUTING = ROOT/'CONTRIBUTING.md'
+# the build makes millions of small objects that live long (doctrees, the imported modules): with Python's default
+# thresholds (700, 10, 10) its cyclic garbage collector scanned them over and over
+GC_THRESHOLDS = (50_000, 20, 20)
 MAX_EXAMPLE_CELLS = 2           # an API entry's example: at most this many usage cells after the definition (then tests, folded)
 
 DIRECTIVE = re.compile(r'^\s*#\|\s*([\w-]+)\s*:?\s*(.*?)\s*$')
@@ -347,6 +352,7 @@ def write_font_css():
     if not target.exists() or target.read_text() != font_css(): target.write_text(font_css())
 
 
+@functools.cache         # each module's page and its entry in the API index read it
 def module_docstring(module: str) -> str:
     path = ROOT/Path(*module.split('.'))
     text = (path/'__init__.py' if path.is_dir() else path.with_suffix('.py')).read_text(encoding='utf-8')
@@ -444,14 +450,23 @@ def page_text(page: str) -> tuple[str, dict]:
     return ''.join(parts), anchors
 
 
+def _read_json(path: Path) -> dict:
+    try: return json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, ValueError): return {}
+
+
 def write_search_text(out: Path) -> int:
     """`_static/ck-search-text.js`: every page's text and its anchors' offsets, for the summaries under search results
-    (docs/_static/ck-search.js); returns the number of pages."""
-    texts = {}
+    (docs/_static/ck-search.js); returns the number of pages. A page whose HTML (and this file) is unchanged since the
+    last build is not read again: its text is in SEARCH_TEXT_CACHE (Sphinx leaves an unchanged page alone)."""
+    texts, cache, seen = {}, _read_json(SEARCH_TEXT_CACHE), {}
     for page in sorted(out.rglob('*.html')):
         rel = page.relative_to(out).with_suffix('').as_posix()
         if rel in ('search', 'genindex', 'py-modindex') or rel.startswith('_'): continue
-        texts[rel] = list(page_text(page.read_text(encoding='utf-8')))
+        html = page.read_bytes()
+        key = hashlib.sha256(BUILD_CODE + html).hexdigest()
+        texts[rel] = seen[key] = cache.get(key) or list(page_text(html.decode('utf-8')))
+    SEARCH_TEXT_CACHE.write_text(json.dumps(seen, ensure_ascii=False), encoding='utf-8')
     body = 'window.CK_SEARCH_TEXT = ' + json.dumps(texts, ensure_ascii=False, sort_keys=True) + ';\n'
     (out/'_static'/docs_conf.SEARCH_TEXT).write_text(body, encoding='utf-8')
     return len(texts)
@@ -490,14 +505,17 @@ def main(argv=None):
     ap.add_argument('--fresh', action='store_true', help='ignore the cache of a previous build')
     a = ap.parse_args(argv)
     t0 = time.time()
+    gc.set_threshold(*GC_THRESHOLDS)
     src = execute(EXECUTED) if a.execute else Path(a.src).resolve()
     out = Path(a.out).resolve()
     if a.fresh:
         for d in (STAGE, DOCTREES, out):
             shutil.rmtree(d, ignore_errors=True)
+        SEARCH_TEXT_CACHE.unlink(missing_ok=True)
     counts = stage(src)
     warnings = ROOT/'build'/'docs-warnings.txt'
     from sphinx.cmd.build import build_main
+    gc.freeze()         # the modules imported (calibkit's, torch, Sphinx): never garbage, never scanned again
     os.environ['CALIBKIT_QUIET'] = '1'
     scratch = out.parent/'jupyter_execute'           # myst-nb's copies of the notebooks, next to the site
     had_scratch = scratch.exists()
