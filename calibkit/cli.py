@@ -13,11 +13,11 @@ _all_ = ['BINNINGS', 'FORMATS', 'first_line']   # calibkit.config's, the one def
 
 # %% auto #0
 __all__ = ['EX_USAGE', 'EX_DATAERR', 'EX_NOINPUT', 'EX_UNAVAILABLE', 'EX_SOFTWARE', 'EX_CANTCREAT', 'EXIT_CODES', 'PARAM_FLAGS',
-           'MAX_SAMPLES', 'CONFORMAL_NEEDS', 'PLAN_WORDS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'AVX512_OFF', 'CLIError',
-           'failing_as', 'output_error', 'flag_words', 'int_flag', 'float_flag', 'threshold_flag', 'param_flag',
-           'export_flag', 'figure_width_flag', 'input_error', 'dask_cluster', 'reading', 'cmd_report',
-           'recalibrator_params', 'cmd_compare', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser',
-           'parser', 'main', 'avx2_sort_features', 'numpy_kernels', 'BINNINGS', 'FORMATS', 'first_line']
+           'MAX_SAMPLES', 'CONFORMAL_NEEDS', 'PLAN_WORDS', 'DASK_LOCAL', 'DASK_TIMEOUT', 'CLIError', 'failing_as',
+           'output_error', 'flag_words', 'int_flag', 'float_flag', 'threshold_flag', 'param_flag', 'export_flag',
+           'figure_width_flag', 'input_error', 'dask_cluster', 'reading', 'cmd_report', 'recalibrator_params',
+           'cmd_compare', 'plugin_table', 'cmd_plugins', 'cmd_demo', 'DemoHelp', 'Parser', 'parser', 'main', 'BINNINGS',
+           'FORMATS', 'first_line']
 
 # %% ../nbs/62_cli.ipynb #52c6fcf9
 EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_UNAVAILABLE, EX_SOFTWARE, EX_CANTCREAT = 2, 65, 66, 69, 70, 73
@@ -744,51 +744,16 @@ def _run(args) -> int:
         print(f'calibkit: error: {text}', file=sys.stderr)
         return code
 
-def main(argv=None,  # the arguments (default: sys.argv[1:], the command's own process: see `numpy_kernels`)
+def main(argv=None,  # the arguments (default: sys.argv[1:])
          ) -> int:
     "Entry point of the `calibkit` console script and of `python -m calibkit`."
     import shlex, warnings
-    own = argv is None                                 # the command's own process
-    argv = sys.argv[1:] if own else list(argv)
-    args = parser().parse_args(argv)                   # --help and --version end here, light
-    if own: numpy_kernels(os.environ)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser().parse_args(argv)
     args.command_line = shlex.join(['calibkit', *argv])
     with warnings.catch_warnings(), _quiet_env(args.quiet):   # the caller's warnings and environment, back after
         warnings.showwarning = _warning_printer()   # each command shows its own warnings, each once
         return _run(args)
-
-# %% ../nbs/62_cli.ipynb #cl62zen5
-AVX512_OFF = {(2, 4): 'X86_V4 AVX512_ICL AVX512_SPR',        # numpy 2.4 on: its AVX-512 kernel sets
-              (2, 0): 'AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR'}   # numpy 2.0-2.3
-
-def avx2_sort_features(cpuinfo: str,  # the text of /proc/cpuinfo
-                       numpy_version: str,  # numpy's version, e.g. '2.4.6'
-                       ) -> str | None:  # the value of `$NPY_DISABLE_CPU_FEATURES` to set, or None (keep numpy's)
-    """On AMD Zen 4 (family 25) with AVX-512, where numpy's AVX-512 sort is several times slower than its AVX2 sort:
-    the AVX-512 kernel sets to turn off, for numpy 2.0 and later (numpy 1 has no AVX2 sort: None)."""
-    if not isinstance(cpuinfo, str):
-        raise TypeError(f'cpuinfo must be the text of /proc/cpuinfo, got {type(cpuinfo).__name__}')
-    try: version = tuple(int(p) for p in numpy_version.split('.')[:2])
-    except (AttributeError, ValueError): raise ValueError(f'numpy_version must look like 2.4.6, got {numpy_version!r}')
-    first = cpuinfo.split('\n\n', 1)[0]                  # the first processor's fields
-    field = dict(map(str.strip, line.split(':', 1)) for line in first.splitlines() if ':' in line)
-    if not (field.get('vendor_id') == 'AuthenticAMD' and field.get('cpu family') == '25'
-            and 'avx512f' in field.get('flags', '').split()): return None
-    return next((off for since, off in AVX512_OFF.items() if version >= since), None)
-
-def numpy_kernels(environ,  # the process's environment (`os.environ`), changed in place
-                  cpuinfo: str | Path = '/proc/cpuinfo',  # where the processor is described (Linux)
-                  ) -> bool:  # whether `$NPY_DISABLE_CPU_FEATURES` was set
-    """Before numpy loads in the `calibkit` command's process: numpy's AVX2 sort where its AVX-512 sort is slow
-    (`avx2_sort_features`), by `$NPY_DISABLE_CPU_FEATURES`, which is left alone when set (even empty)."""
-    if 'NPY_DISABLE_CPU_FEATURES' in environ or 'numpy' in sys.modules: return False
-    try: text = Path(cpuinfo).read_text(errors='replace')
-    except OSError: return False                         # not Linux, or not readable: numpy's default
-    if 'AuthenticAMD' not in text: return False          # the common case, without asking numpy's version
-    import importlib.metadata
-    off = avx2_sort_features(text, importlib.metadata.version('numpy'))
-    if off: environ['NPY_DISABLE_CPU_FEATURES'] = off
-    return bool(off)
 
 # %% ../nbs/62_cli.ipynb #d5218de5
 from .config import public_dir

@@ -35,17 +35,6 @@ def test_version_imports_nothing_heavy():
     import calibkit
     assert r.stdout.splitlines() == [f'calibkit {calibkit.__version__}', '0 []'], r.stdout
 
-def test_own_process_chooses_numpys_kernels(tmp_path):
-    """The console script (no argv) asks `numpy_kernels` once, after parsing (so --version stays light); a caller
-    passing argv (numpy already chosen in its process) is not asked."""
-    code = ('import os, sys\nfrom calibkit import cli\ncalls = []\n'
-            'cli.numpy_kernels = lambda env: calls.append(env is os.environ)\n'
-            f'sys.argv = ["calibkit", "report", {str(tmp_path/"nope.csv")!r}]\n'
-            f'own = cli.main()\ngiven = cli.main(["report", {str(tmp_path/"nope.csv")!r}])\nprint(own, given, calls)')
-    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
-    assert r.stdout.strip() == '66 66 [True]', r.stdout + r.stderr
-
-
 # Reports and their errors run in this process (`calibkit_here`: `cli.main`, its exit status and output; a process each
 # cost seconds of imports); help, version, the plugins listing, --debug and the progress bar keep real processes.
 @pytest.mark.parametrize('name', ['test.csv', 'test.parquet', 'test.jsonl'])
