@@ -289,9 +289,11 @@ def _label_channels(color) -> dict:
     if names is not None and len(names) > len(MODEL_COLORS):
         raise ValueError(f'at most {len(MODEL_COLORS)} models can be told apart by colour, got {len(names)}')
     sc = alt.Undefined if names is None else alt.Scale(domain=names, range=list(MODEL_COLORS[:len(names)]))
-    return dict(color=alt.Color('label:N', title=None, scale=sc, sort=names or alt.Undefined,
-                                legend=alt.Legend(orient='bottom', direction='vertical', labelFontSize=10)),
-                stroke=alt.Stroke('label:N', scale=sc, legend=None))
+    # the stroke's legend as the fill's, so that Vega-Lite merges the two into one (`legend=None` on the stroke took
+    # the merged legend away whenever the scale names its domain: the models' colours were left unlabelled)
+    same = dict(title=None, scale=sc, sort=names or alt.Undefined,
+                legend=alt.Legend(orient='bottom', direction='vertical', labelFontSize=10))
+    return dict(color=alt.Color('label:N', **same), stroke=alt.Stroke('label:N', **same))
 
 def _layers(conf_axis: str, color: bool, scale: str, ax: dict, acc_title: bool = True,
             bands: bool = False) -> list[alt.Chart]:

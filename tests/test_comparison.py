@@ -145,6 +145,20 @@ def test_cli_models_and_recalibrators(tmp_path, capsys):
     assert len(got['verdict']) == 3
 
 
+def test_every_chart_names_the_models_in_its_legend(tmp_path, capsys):
+    "The overlaid reliability diagram lost its legend (the stroke's `legend=None` took the merged one away)."
+    import re
+    over, fixed = _events(n=400)
+    _files(tmp_path, over, fixed)
+    r = calibkit_here(capsys, 'compare', tmp_path/'over.csv', tmp_path/'fixed.csv', '--n-samples', N_SAMPLES,
+                      '--names', 'crf,hmm', '--out', tmp_path/'c')
+    assert r.returncode == 0, r.stderr
+    for chart in ('reliability', 'risk_coverage'):
+        svg = (tmp_path/'c'/f'{chart}.svg').read_text()
+        legend = svg[svg.index('role-legend'):]
+        assert re.findall(r'<text[^>]*>([^<]*)</text>', legend)[:2] == ['crf', 'hmm'], chart
+
+
 @pytest.mark.parametrize('args, says', [
     (['over.csv'], 'compare needs two or more INPUTs'),
     (['test.csv', '--recalibrator', 'isotonic'], 'needs fit events (--fit)'),
