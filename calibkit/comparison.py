@@ -58,8 +58,9 @@ def pairing(models: Mapping,  # name -> events frame
     if how == 'position':
         n = {name: len(ev) for name, ev in models.items()}
         if len(set(n.values())) > 1:
+            by_id = f"; every model has {', '.join(cols)}: pair by it (paired='id')" if all(has.values()) else ''
             raise ValueError(f"paired='position' matches events row by row, but the models' numbers of events differ: "
-                             f'{n}')
+                             f'{n}{by_id}')
     if how != 'id': return how, None
     lack = [name for name, h in has.items() if not h]
     if lack: raise ValueError(f"paired='id' matches events by the column(s) {cols}, which {lack} lack")

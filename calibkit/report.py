@@ -88,12 +88,12 @@ METRICS = {   # stable key -> (display name, one-line definition); the keys are 
     'ece_l2': ('SMCE (l2)', '√CalibMSE: the root-mean-square gap between confidence and accuracy (on marginal '
                'events, the shared marginal calibration error).'),
     'ece_max': ('max bin gap', 'The largest |mean confidence − accuracy| of any bin.'),
-    'brier': ('Brier: brier', 'Mean of (confidence − outcome)² over events = calibration + refinement + '
-              'within_bin.'),
+    'brier': ('Brier score', 'Mean of (confidence − outcome)² over events = calibration + refinement + '
+              'within bin.'),
     'brier_calibration': ('Brier: calibration', 'The binned calibration term: equal to CalibMSE.'),
     'brier_refinement': ('Brier: refinement', 'Σ over bins of (bin events / all events) · acc(1 − acc): how '
                          'well the confidences separate correct from wrong (uncertainty − resolution).'),
-    'brier_within_bin': ('Brier: within_bin', 'What the bins\' means leave out: Σ over bins of (bin events / all '
+    'brier_within_bin': ('Brier: within bin', 'What the bins\' means leave out: Σ over bins of (bin events / all '
                          'events) · (variance of the confidences − 2 · their covariance with the outcomes), within '
                          'the bin. Negative, and no error, when within bins the correct events tend to have the '
                          'higher confidences (twice the covariance then exceeds the variance).'),
