@@ -15,10 +15,10 @@ from .export import EXPORT_FORMATS, check_formats, export_files, latex_table, ma
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['MAX_HTML_GROUPS', 'REPORT_CHARTS', 'REPORT_FILES', 'EXPORT_FILES', 'BETTER', 'UNMARKED', 'COMPARISON_CHARTS',
-           'COMPARISON_FILES', 'selective_wide', 'bands_note', 'conformal_html', 'report_html', 'write_report_files',
-           'save_report', 'paper_table', 'comparison_table', 'table_text', 'write_paper_files', 'pairing_note',
-           'comparison_html', 'write_comparison_files', 'save_comparison']
+__all__ = ['MAX_HTML_GROUPS', 'SUMMARY_NAMES', 'REPORT_CHARTS', 'REPORT_FILES', 'EXPORT_FILES', 'BETTER', 'UNMARKED',
+           'COMPARISON_CHARTS', 'COMPARISON_FILES', 'selective_wide', 'bands_note', 'conformal_html', 'report_html',
+           'write_report_files', 'save_report', 'paper_table', 'comparison_table', 'table_text', 'write_paper_files',
+           'pairing_note', 'comparison_html', 'write_comparison_files', 'save_comparison']
 
 # %% ../nbs/67_render.ipynb #bb9f334d
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -87,6 +87,8 @@ def conformal_html(c: dict,  # a `conformal_summary`
 
 # %% ../nbs/67_render.ipynb #03d2a8ca
 MAX_HTML_GROUPS = 50   # group rows the page shows per stage (the most frequent); groups.csv and metrics.json hold all
+SUMMARY_NAMES = {'mean_conf': 'mean confidence', 'files': 'files read', 'n_cells': 'scores read',
+                 'n_dropped': 'scores below the threshold (dropped)', 'gold_outside': 'gold tags the model lacks'}
 
 def report_html(r: Report,  # a calibration report
                 ) -> str:  # the page: one HTML document, charts as inline SVG
@@ -96,7 +98,8 @@ def report_html(r: Report,  # a calibration report
     _check_report(r)
     e = html.escape
     show = lambda v: f'{v:,}' if isinstance(v, (int, np.integer)) else (f'{v:.4g}' if isinstance(v, float) else str(v))
-    data = pd.DataFrame([{'quantity': k, 'value': show(v)} for k, v in r.summary.items() if k != 'change'])
+    data = pd.DataFrame([{'quantity': SUMMARY_NAMES.get(k, k), 'value': show(v)} for k, v in r.summary.items()
+                         if k != 'change'])
     head = {s: i['name'] for s, i in r.stages.items()}
     parts = [f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(r.meta["title"])}</title>',
              f'<style>{font_css()}\n{_CSS}</style></head><body><h1>{e(r.meta["title"])}</h1>', '<h2>Summary</h2>']
