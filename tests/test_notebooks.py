@@ -52,6 +52,18 @@ def test_notebook_cites_no_file_outside_the_repository(path):
         assert bad not in text, f'{path.name} mentions {bad}: cite the paper (authors, year, section)'
 
 
+def test_every_chart_telling_models_apart_by_colour_has_a_legend():
+    """A chart drawing two or more of the models' colours names them in a legend (the overlaid reliability diagrams of
+    the comparison and of the Twitter POS tutorial had none): every SVG in the notebooks and in sample_outputs/."""
+    from calibkit.charts import MODEL_COLORS
+    svgs = {f'{p.name} cell {i}': ''.join(o['data']['image/svg+xml']) for p in NOTEBOOKS
+            for i, c in enumerate(cells(p)) for o in c.get('outputs', []) if 'image/svg+xml' in o.get('data', {})}
+    svgs |= {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT/'sample_outputs').rglob('*.svg'))}
+    several = {k for k, svg in svgs.items() if sum(c in svg for c in MODEL_COLORS) >= 2}
+    assert len(several) >= 10, sorted(several)                       # the check sees the overlaid charts
+    assert [k for k in sorted(several) if 'role-legend' not in svgs[k]] == []
+
+
 @pytest.mark.parametrize('path', NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_is_committed_executed_small_and_offline(path):
     assert nbcheck.static_problems(path) == []
