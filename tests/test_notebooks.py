@@ -134,6 +134,7 @@ def test_numbers_moved_by_hand():
     assert pair == '0.0922 → 0.0918' and need == pytest.approx((0.0004 - 0.0001) / 0.0922)
     assert nbcheck.numbers_moved(out('x 0.14100'), out('x 0.14101')) == (0.0, '0.14100 → 0.14101')   # one last-digit unit
     assert nbcheck.numbers_moved(out('−27.7%'), out('−27.9%'))[0] == pytest.approx(0.1 / 27.9)      # U+2212 is a minus sign
+    assert nbcheck.numbers_moved(out('p 0.0000'), out('p 0')) == (0.0, '0.0000 → 0')     # two zeros: no division by 0
     assert nbcheck.numbers_moved(out('n = 12'), out('n = 13'))[0] == pytest.approx(1 / 13)         # integers: no unit
     table = lambda a, b: f'   kind  mean_conf\n0  pair  {a:>9}\n1   new  {b:>9}'                    # pandas realigns columns
     assert nbcheck.numbers_moved(out(table('0.14100', '0.31150')), out(table('0.1410', '0.3115'))) == (0.0, '0.14100 → 0.1410')

@@ -202,7 +202,8 @@ def numbers_moved(committed, fresh) -> tuple[float, str] | None:
             if x == y: continue
             fx, fy = (float(v.replace('−', '-')) for v in (x, y))
             slack = max(unit(x), unit(y)) * (1 + 1e-9)        # (1e-9: the unit's own rounding in binary)
-            need = max(0.0, abs(fx - fy) - slack) / max(abs(fx), abs(fy), scale)
+            den = max(abs(fx), abs(fy), scale)               # 0 only for two zeros written apart ('0.0000', '0')
+            need = max(0.0, abs(fx - fy) - slack) / den if den else 0.0
             if need > worst[0] or not worst[1]: worst = (need, f'{x} → {y}')
     return worst
 
