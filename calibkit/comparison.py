@@ -6,7 +6,6 @@ difference of each pair with a paired bootstrap interval and p-value, one verdic
 # %% ../nbs/60b_comparison.ipynb #4b3f51fb
 from __future__ import annotations
 import html, json, warnings
-from decimal import Decimal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -183,9 +182,8 @@ def _p(p: float,  # a bootstrap p-value (`bootstrap_differences`: at least 2/(1 
     return f'p ≤ {floor:.2g}' if p <= floor * (1 + 1e-9) else f'p = {p:.2g}'
 
 def _num(v: float, digits: int | None = None) -> str:
-    "`v` without an exponent and with a true minus sign: `digits` decimals, or 3 significant digits (0.0000403)."
-    s = f'{v:.{digits}f}' if digits is not None else format(Decimal(f'{v:#.3g}'), 'f')
-    return s.replace('-', '−')
+    "`v` with no exponent and a true minus: `digits` decimals, or 3 significant digits as the report says it (`_g`)."
+    return _g(v) if digits is None else f'{v:.{digits}f}'.replace('-', '−')
 
 def difference_text(r,  # a row of `Comparison.differences` (a, b, estimate, lo, hi, p_value, method, n_samples)
                     level: float,  # the interval's level

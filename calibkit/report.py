@@ -5,6 +5,7 @@
 # %% ../nbs/60_report.ipynb #cbd2f64f
 from __future__ import annotations
 import html, inspect, json, warnings
+from decimal import Decimal
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -314,7 +315,8 @@ def stage_verdict(bins: pd.DataFrame,  # the stage's bins table (`bin_table`)
                 calib_mse_debiased=[d[k] for k in ('estimate', 'lo', 'hi')], distinguishable=bool(d['lo'] > 0))
 
 # %% ../nbs/60_report.ipynb #cbfd7466
-def _g(v: float) -> str: return f'{v:#.3g}'          # 3 significant digits, trailing zeros kept: 0.0100, 0.000220
+def _g(v: float) -> str:   # 3 significant digits, trailing zeros kept, no exponent, a true minus: 0.0100, 0.0000220
+    return format(Decimal(f'{v:#.3g}'), 'f').replace('-', '−')
 
 def _alpha(level: float) -> str: return f'{100 * (1 - level):.3g}%'   # a test's significance level α = 1 − level
 
