@@ -198,6 +198,15 @@ class BinStats:
         "|conf − acc| per bin, 0 for empty bins (they carry no weight)."
         return np.where(self.n > 0, np.abs(np.nan_to_num(self.conf - self.acc)), 0.0)
     @property
+    def within(self) -> np.ndarray:
+        """var(conf) − 2 cov(conf, correct) per bin, from the moments (the Brier score's within-bin term); exactly 0 for a
+        bin holding one confidence (the moments' differences leave rounding there) and for empty bins."""
+        if self.sum_conf2 is None: raise ValueError('the within-bin term needs BinStats built with moments=True')
+        m = np.maximum(self.n, 1)
+        q, p = self.sum_conf / m, self.sum_correct / m
+        w = self.sum_conf2 / m - q ** 2 - 2 * (self.sum_conf_correct / m - q * p)
+        return np.where((self.n > 0) & (self.lo != self.hi), w, 0.0)
+    @property
     def noise(self) -> np.ndarray:
         """Per-bin unbiased estimate of Var(acc) = p(1−p)/n, i.e. acc(1−acc)/(n−1) (0 for bins of at most one
         event)."""

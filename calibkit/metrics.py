@@ -412,11 +412,9 @@ def brier(
     st = bin_stats(conf, correct, n_bins=n_bins, bin_size=bin_size, binning=binning, moments=True)
     w, ne = st.weight, st.n > 0
     q, p = np.where(ne, st.conf, 0), np.where(ne, st.acc, 0)
-    var_q = np.where(ne, st.sum_conf2 / np.maximum(st.n, 1), 0) - q ** 2
-    cov_qy = np.where(ne, st.sum_conf_correct / np.maximum(st.n, 1), 0) - q * p
     ybar = st.sum_correct.sum() / st.total
     return Brier(brier=st.brier(), calibration=float(wsum((q - p) ** 2, w)), refinement=float(wsum(p * (1 - p), w)),
-                 within_bin=float(wsum(var_q - 2 * cov_qy, w)), resolution=float(wsum((p - ybar) ** 2, w)),
+                 within_bin=float(wsum(st.within, w)), resolution=float(wsum((p - ybar) ** 2, w)),
                  uncertainty=float(ybar * (1 - ybar)))
 
 # %% ../nbs/03_metrics.ipynb #4326a05a

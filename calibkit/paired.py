@@ -50,10 +50,9 @@ def _segment_metrics(st: BinStats, seg: np.ndarray) -> np.ndarray:
     sq = sums(w * gap ** 2)
     noise = sums(w * p * (1 - p) / np.maximum(n - 1, 1) * (n > 1))   # unbiased Var(acc) per bin (BinStats.noise)
     y = sums(st.sum_correct) / total
-    within = st.sum_conf2 / m - q ** 2 - 2 * (st.sum_conf_correct / m - q * p)   # var(q) − 2 cov(q, y) in a bin
     return np.stack([sq, sq - noise, noise, sums(w * gap), np.sqrt(sq), np.maximum.reduceat(gap, seg),
                      sums(st.sum_conf2 - 2 * st.sum_conf_correct + st.sum_correct) / total, sq,
-                     sums(w * p * (1 - p)), sums(w * within), sums(w * (p - per(y)) ** 2), y * (1 - y)], axis=1)
+                     sums(w * p * (1 - p)), sums(w * st.within), sums(w * (p - per(y)) ** 2), y * (1 - y)], axis=1)
 
 # %% ../nbs/05b_paired.ipynb #4aa478d0
 RESAMPLE_EVENTS = 1 << 16   # events of the resamples binned at once (several small resamples share numpy's calls)
