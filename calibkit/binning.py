@@ -199,8 +199,8 @@ class BinStats:
         return np.where(self.n > 0, np.abs(np.nan_to_num(self.conf - self.acc)), 0.0)
     @property
     def within(self) -> np.ndarray:
-        """var(conf) − 2 cov(conf, correct) per bin, from the moments (the Brier score's within-bin term); exactly 0 for a
-        bin holding one confidence (the moments' differences leave rounding there) and for empty bins."""
+        """var(conf) − 2 cov(conf, correct) per bin, from the moments (the Brier score's within-bin term); exactly 0
+        for a bin holding one confidence (the moments' differences leave rounding there) and for empty bins."""
         if self.sum_conf2 is None: raise ValueError('the within-bin term needs BinStats built with moments=True')
         m = np.maximum(self.n, 1)
         q, p = self.sum_conf / m, self.sum_correct / m

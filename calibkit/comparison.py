@@ -15,7 +15,7 @@ from .config import calibkit_version, default
 from .events import as_pairs, check_choice, check_int
 from .paired import bootstrap_differences
 from .plugins import make
-from .report import (METRICS, SELECTIVE, _alpha, _g, _grouper, _plugin_name, _strict,
+from .report import (METRICS, SELECTIVE, _alpha, _g, _grouper, _plugin_name, _strict, interval_cell,
                              calibration_report, grouper_counts, is_matrix_recalibrator, matrix_recalibrated,
                              pivot_cells, recalibrated)
 
@@ -277,9 +277,7 @@ def comparison_charts(c: Comparison,  # a comparison
 def metrics_side(c: Comparison,  # a comparison
                  ) -> pd.DataFrame:  # one row per metric, one column per model: 'estimate [lo, hi]'
     "The comparison's metrics side by side."
-    fmt = lambda r: '' if np.isnan(r.estimate) else f'{r.estimate:.4g}' + (
-        '' if np.isnan(r.lo) else f' [{r.lo:.4g}, {r.hi:.4g}]')
-    return pivot_cells(c.metrics, 'model', fmt)          # the models in order: c.metrics holds them so
+    return pivot_cells(c.metrics, 'model', interval_cell)   # the models in order: c.metrics holds them so
 
 def differences_wide(c: Comparison,  # a comparison
                      keys=None,  # the metrics to show (keys of `METRICS` or `SELECTIVE`; default: all)

@@ -28,7 +28,7 @@ __all__ = ['METRICS', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 
            'matrix_recalibrated', 'gold_outside_text', 'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text',
            'stage_significance', 'significance_text', 'reconcile_text', 'verdict_sentences', 'Report', 'stage_name',
            'conformal_summary', 'calibration_report', 'dask_report', 'panel_groups', 'report_charts', 'pivot_cells',
-           'metrics_wide']
+           'interval_cell', 'metrics_wide']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -934,11 +934,16 @@ def pivot_cells(t: pd.DataFrame,  # one row per (metric, `by`): a `metric` colum
     return cell.pivot(index='metric', columns=by, values='value').reindex(pd.unique(t.metric))[
         list(pd.unique(t[by]))].reset_index().rename_axis(columns=None)
 
+def interval_cell(r,  # a row with `estimate`, `lo` and `hi` (NaN: none)
+                  ) -> str:  # 'estimate [lo, hi]', 4 significant digits, a true minus sign; '' for no estimate
+    "A table's cell of an estimate and its interval."
+    g = lambda v: f'−{-v:.4g}' if v < 0 else f'{v:.4g}'     # the sign a true minus, an exponent's as written
+    return '' if np.isnan(r.estimate) else g(r.estimate) + ('' if np.isnan(r.lo) else f' [{g(r.lo)}, {g(r.hi)}]')
+
 def metrics_wide(m: pd.DataFrame,  # a report's metrics table
                  ) -> pd.DataFrame:
     "One row per metric, one column per stage: 'estimate [lo, hi]'."
-    return pivot_cells(m, 'stage', lambda r: f'{r.estimate:.4g}' + ('' if np.isnan(r.lo) else
-                                                                    f' [{r.lo:.4g}, {r.hi:.4g}]'))
+    return pivot_cells(m, 'stage', interval_cell)
 
 # %% ../nbs/60_report.ipynb #rp60r001
 @patch
