@@ -26,9 +26,9 @@ from .plugins import make, registry
 __all__ = ['METRICS', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'REPORT_PX', 'PANEL_REASONS', 'stage_stats',
            'bins_note', 'metric_rows', 'grouper_counts', 'recalibrated', 'interval_bins', 'is_matrix_recalibrator',
            'matrix_recalibrated', 'gold_outside_text', 'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text',
-           'stage_significance', 'significance_text', 'reconcile_text', 'verdict_sentences', 'Report', 'stage_name',
-           'conformal_summary', 'calibration_report', 'dask_report', 'panel_groups', 'report_charts', 'pivot_cells',
-           'interval_cell', 'metrics_wide']
+           'stage_significance', 'p_value_text', 'significance_text', 'reconcile_text', 'verdict_sentences', 'Report',
+           'stage_name', 'conformal_summary', 'calibration_report', 'dask_report', 'panel_groups', 'report_charts',
+           'pivot_cells', 'interval_cell', 'metrics_wide']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -377,6 +377,11 @@ def stage_significance(c,  # a stage's confidences, or its `SortedEvents`
                 significant=None if np.isnan(p) else bool(p < 1 - level), tests=tests)
 
 # %% ../nbs/60_report.ipynb #efaa35dc
+def p_value_text(p: float,  # a test's p-value
+                 ) -> str:  # '1.1e-15', or '< 1e-300' for one that underflowed to 0
+    "A test's p-value as calibkit writes it: 2 significant digits, and a bound where it underflowed."
+    return f'{p:.2g}' if p > 0 else '< 1e-300'
+
 def significance_text(s: dict,  # a `stage_significance` (as metrics.json holds it: None for NaN)
                       ) -> str:
     """The significance line of a stage: the test, its statistic and p-value, and what they mean at the significance
@@ -384,8 +389,8 @@ def significance_text(s: dict,  # a `stage_significance` (as metrics.json holds 
     name, level = s['name'], s['level']
     if s['significant'] is None:
         return f'Significance ({name}): not computed, the test is undefined on these confidences.'
-    p = f'p = {s["p_value"]:.2g}' if s['p_value'] > 0 else 'p < 1e-300'
-    head = f'Significance ({name} = {s["statistic"]:.3g}, {p}): '
+    p = p_value_text(s['p_value'])
+    head = f'Significance ({name} = {s["statistic"]:.3g}, p {"" if p.startswith("<") else "= "}{p}): '
     return head + (f'the miscalibration is significant at the {_alpha(level)} level.' if s['significant'] else
                    f'not distinguishable from calibrated at the {_alpha(level)} level.')
 
