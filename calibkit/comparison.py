@@ -17,7 +17,7 @@ from .paired import bootstrap_differences
 from .plugins import make
 from .report import (METRICS, SELECTIVE, _alpha, _g, _grouper, _plugin_name, _strict, interval_cell,
                              calibration_report, grouper_counts, is_matrix_recalibrator, matrix_recalibrated,
-                             pivot_cells, recalibrated)
+                             p_clause, pivot_cells, recalibrated)
 
 # %% auto #0
 __all__ = ['PAIRINGS', 'DECIDES', 'CHECKED', 'pairing', 'Comparison', 'compare', 'difference_text', 'pair_verdict',
@@ -174,13 +174,6 @@ def compare(models: Mapping,  # name -> events frame (conf, correct; the `id` co
     return c
 
 # %% ../nbs/60b_comparison.ipynb #1fa542cf
-def _p(p: float,  # a bootstrap p-value (`bootstrap_differences`: at least 2/(1 + resamples))
-       n_samples: int,  # the resamples
-       ) -> str:
-    "A p-value in words: at its floor, 2/(1 + resamples), it is a bound, not a value."
-    floor = 2 / (n_samples + 1)
-    return f'p ≤ {floor:.2g}' if p <= floor * (1 + 1e-9) else f'p = {p:.2g}'
-
 def _num(v: float, digits: int | None = None) -> str:
     "`v` with no exponent and a true minus: `digits` decimals, or 3 significant digits as the report says it (`_g`)."
     return _g(v) if digits is None else f'{v:.{digits}f}'.replace('-', '−')
@@ -193,7 +186,7 @@ def difference_text(r,  # a row of `Comparison.differences` (a, b, estimate, lo,
     if digits is not None: digits = check_int('digits', digits, 0)
     f = lambda v: _num(v, digits)
     return (f'{r.b} − {r.a} = {f(r.estimate)} ({level:.0%} CI {f(r.lo)} to {f(r.hi)}; {r.method}, '
-            f'{_p(r.p_value, r.n_samples)})')
+            f'{p_clause(r.p_value, r.n_samples)})')
 
 def pair_verdict(c: Comparison,  # a comparison
                  a: str,  # the first model of the pair
@@ -283,7 +276,7 @@ def differences_wide(c: Comparison,  # a comparison
                      keys=None,  # the metrics to show (keys of `METRICS` or `SELECTIVE`; default: all)
                      ) -> pd.DataFrame:  # one row per metric, one column per pair: 'estimate [lo, hi], p'
     "Every pair's differences, b − a with interval and p-value."
-    fmt = lambda r: f'{_num(r.estimate)} [{_num(r.lo)}, {_num(r.hi)}], {_p(r.p_value, r.n_samples)}'
+    fmt = lambda r: f'{interval_cell(r)}, {p_clause(r.p_value, r.n_samples)}'   # the tables' cells, as the report's
     d = c.differences
     if keys is not None:
         keys = [keys] if isinstance(keys, str) else list(keys)

@@ -12,7 +12,8 @@ from functools import cached_property, partial
 from fastcore.basics import patch
 import numpy as np, pandas as pd
 from .config import calibkit_version, default
-from .events import as_pairs, check_bool, check_choice, check_int, check_probs, check_scores, events_from_scores
+from .events import (as_pairs, check_bool, check_choice, check_float, check_int, check_probs, check_scores,
+                             events_from_scores)
 from .binning import (BINNINGS, BinStats, SortedEvents, bin_interval, bin_stats, bin_table, group_bins, sort_pairs,
                               sorted_events)
 from .metrics import calib_mse_interval, ece_interval
@@ -26,9 +27,9 @@ from .plugins import make, registry
 __all__ = ['METRICS', 'SIGNIFICANCE', 'SELECTIVE', 'DASK_SAMPLE', 'MAX_PANELS', 'REPORT_PX', 'PANEL_REASONS', 'stage_stats',
            'bins_note', 'metric_rows', 'grouper_counts', 'recalibrated', 'interval_bins', 'is_matrix_recalibrator',
            'matrix_recalibrated', 'gold_outside_text', 'group_metrics', 'stage_bands', 'stage_verdict', 'verdict_text',
-           'stage_significance', 'p_value_text', 'significance_text', 'reconcile_text', 'verdict_sentences', 'Report',
-           'stage_name', 'conformal_summary', 'calibration_report', 'dask_report', 'panel_groups', 'report_charts',
-           'pivot_cells', 'interval_cell', 'metrics_wide']
+           'stage_significance', 'p_value_text', 'p_clause', 'significance_text', 'reconcile_text', 'verdict_sentences',
+           'Report', 'stage_name', 'conformal_summary', 'calibration_report', 'dask_report', 'panel_groups',
+           'report_charts', 'pivot_cells', 'number_cell', 'interval_cell', 'metrics_wide']
 
 # %% ../nbs/60_report.ipynb #549d15c2
 def stage_stats(c,  # a stage's confidences
@@ -377,10 +378,22 @@ def stage_significance(c,  # a stage's confidences, or its `SortedEvents`
                 significant=None if np.isnan(p) else bool(p < 1 - level), tests=tests)
 
 # %% ../nbs/60_report.ipynb #efaa35dc
-def p_value_text(p: float,  # a test's p-value
-                 ) -> str:  # '1.1e-15', or '< 1e-300' for one that underflowed to 0
-    "A test's p-value as calibkit writes it: 2 significant digits, and a bound where it underflowed."
+def p_value_text(p: float,  # a p-value, in [0, 1]
+                 n_samples: int | None = None,  # a bootstrap p-value's resamples (None: not a bootstrap's)
+                 ) -> str:  # '0.43', '1.1e-15'; a bound: '< 1e-300' (underflowed to 0), '≤ 0.002' (bootstrap floor)
+    """A p-value as calibkit writes it in tables: 2 significant digits, and a bound where it is not a value: a test's
+    that underflowed to 0, or a paired bootstrap's at its floor 2/(1 + `n_samples`) (`bootstrap_differences`)."""
+    p = check_float('p', p, 0, 1)
+    if n_samples is not None and p <= (floor := 2 / (check_int('n_samples', n_samples, 1) + 1)) * (1 + 1e-9):
+        return f'≤ {floor:.2g}'
     return f'{p:.2g}' if p > 0 else '< 1e-300'
+
+def p_clause(p: float,  # a p-value, in [0, 1]
+             n_samples: int | None = None,  # a bootstrap p-value's resamples (None: not a bootstrap's)
+             ) -> str:  # 'p = 0.43', 'p < 1e-300', 'p ≤ 0.002'
+    "A p-value as calibkit writes it in a sentence: `p_value_text` after 'p =', or after 'p' when it is a bound."
+    t = p_value_text(p, n_samples)
+    return f'p {t}' if t[0] in '<≤' else f'p = {t}'
 
 def significance_text(s: dict,  # a `stage_significance` (as metrics.json holds it: None for NaN)
                       ) -> str:
@@ -389,8 +402,7 @@ def significance_text(s: dict,  # a `stage_significance` (as metrics.json holds 
     name, level = s['name'], s['level']
     if s['significant'] is None:
         return f'Significance ({name}): not computed, the test is undefined on these confidences.'
-    p = p_value_text(s['p_value'])
-    head = f'Significance ({name} = {s["statistic"]:.3g}, p {"" if p.startswith("<") else "= "}{p}): '
+    head = f'Significance ({name} = {s["statistic"]:.3g}, {p_clause(s["p_value"])}): '
     return head + (f'the miscalibration is significant at the {_alpha(level)} level.' if s['significant'] else
                    f'not distinguishable from calibrated at the {_alpha(level)} level.')
 
@@ -939,10 +951,19 @@ def pivot_cells(t: pd.DataFrame,  # one row per (metric, `by`): a `metric` colum
     return cell.pivot(index='metric', columns=by, values='value').reindex(pd.unique(t.metric))[
         list(pd.unique(t[by]))].reset_index().rename_axis(columns=None)
 
+def number_cell(v: float,  # a number shown in a table
+                ) -> str:  # '0.01234', '−2.5e-05', '168680', 'NaN'
+    """A number as calibkit's tables show it: 4 significant digits (never rounded to 0), a true minus sign (an
+    exponent's as written), whole numbers whole. Also pandas' `display.float_format`, as the tutorials set it."""
+    v = float(v)
+    if not np.isfinite(v): return {True: 'inf', False: '−inf'}[v > 0] if np.isinf(v) else 'NaN'
+    t = f'{abs(v):.0f}' if v == int(v) and abs(v) < 1e15 else f'{abs(v):.4g}'
+    return f'−{t}' if v < 0 else t
+
 def interval_cell(r,  # a row with `estimate`, `lo` and `hi` (NaN: none)
-                  ) -> str:  # 'estimate [lo, hi]', 4 significant digits, a true minus sign; '' for no estimate
+                  ) -> str:  # 'estimate [lo, hi]', each a `number_cell`; '' for no estimate
     "A table's cell of an estimate and its interval."
-    g = lambda v: f'−{-v:.4g}' if v < 0 else f'{v:.4g}'     # the sign a true minus, an exponent's as written
+    g = number_cell
     return '' if np.isnan(r.estimate) else g(r.estimate) + ('' if np.isnan(r.lo) else f' [{g(r.lo)}, {g(r.hi)}]')
 
 def metrics_wide(m: pd.DataFrame,  # a report's metrics table
