@@ -12,7 +12,7 @@ from .datasets import bundled
 from .events import make_events
 from .outdir import OutputError, check_path, locked, mismatch
 from .plugins import extractor
-from .report import calibration_report
+from .report import calibration_report, number_cell
 from .render import REPORT_FILES, save_report
 from .studies import synthetic
 
@@ -177,7 +177,7 @@ def write_index(
     for r in reports:
         m = json.loads((r/'metrics.json').read_text())
         est = {(x['stage'], x['metric']): x['estimate'] for x in m['metrics']}
-        cells = ''.join(f'<td>{est[(st, "CalibMSE")]:.4g}</td><td>{est[(st, "ECE (l1)")]:.4g}</td>'
+        cells = ''.join(f'<td>{number_cell(est[(st, "CalibMSE")])}</td><td>{number_cell(est[(st, "ECE (l1)")])}</td>'
                         if (st, 'CalibMSE') in est else '<td></td><td></td>' for st in ('before', 'after'))
         rel = r.relative_to(out).as_posix()
         rows.append(f'<tr><td><a href="{rel}/report.html">{html.escape(m["meta"]["title"])}</a></td>'

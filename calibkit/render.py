@@ -8,7 +8,7 @@ import html, json, re
 from pathlib import Path
 import numpy as np, pandas as pd
 from .comparison import Comparison, differences_wide, metrics_side
-from .report import CI_BUDGET, METRICS, SELECTIVE, Report, metrics_wide
+from .report import CI_BUDGET, METRICS, SELECTIVE, Report, metrics_wide, number_cell
 from .selective import MAX_CURVE_POINTS
 from .outdir import MARKER, claim
 from .export import EXPORT_FORMATS, check_formats, export_files, latex_table, markdown_table, write_exports
@@ -27,7 +27,7 @@ th{background:#f3f3f3}code,pre{background:#f6f6f6;padding:.1em .3em}figure{displ
 .note{color:#555;font-size:.9em}.verdict{font-size:1.05em}td.def{text-align:left;color:#444;max-width:40em}"""
 
 def _table(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, float_format=lambda v: f'{v:.4g}', na_rep='', border=0)
+    return df.to_html(index=False, float_format=number_cell, na_rep='', border=0)
 
 def _defined(table: str) -> str:
     "An HTML table whose second column (a definition) is set left-aligned."
@@ -42,7 +42,7 @@ def _check_report(r) -> None:
 def selective_wide(r: Report,  # a calibration report
                    ) -> pd.DataFrame:
     "One row per selective-prediction metric (`SELECTIVE`), its definition, one column per stage (by its name)."
-    fmt = lambda v: '' if v is None or np.isnan(v) else f'{v:.4g}'
+    fmt = lambda v: '' if v is None or np.isnan(v) else number_cell(v)
     return pd.DataFrame({'metric': [name for name, _ in SELECTIVE.values()],
                          'definition': [d for _, d in SELECTIVE.values()],
                          **{i['name']: [fmt(i['selective'][k]) for k in SELECTIVE] for i in r.stages.values()}})
@@ -97,7 +97,8 @@ def report_html(r: Report,  # a calibration report
     from calibkit.charts import font_css, to_svg    # deliberately lazy: Altair is loaded only when a page is rendered
     _check_report(r)
     e = html.escape
-    show = lambda v: f'{v:,}' if isinstance(v, (int, np.integer)) else (f'{v:.4g}' if isinstance(v, float) else str(v))
+    show = lambda v: (f'{v:,}' if isinstance(v, (int, np.integer)) else
+                      number_cell(v) if isinstance(v, float) else str(v))
     data = pd.DataFrame([{'quantity': SUMMARY_NAMES.get(k, k), 'value': show(v)} for k, v in r.summary.items()
                          if k != 'change'])
     head = {s: i['name'] for s, i in r.stages.items()}

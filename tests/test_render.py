@@ -51,8 +51,9 @@ def test_render_imports_nothing_but_data_and_constants_from_report():
     tree = ast.parse((ROOT/'calibkit'/'render.py').read_text(encoding='utf-8'))
     names = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and 'report' in n.module
              for a in n.names}
-    # and metrics_wide: the metrics table as both views of a report show it (the page, and the report inline)
-    assert names == {'CI_BUDGET', 'METRICS', 'SELECTIVE', 'Report', 'metrics_wide'}
+    # and metrics_wide: the metrics table as both views of a report show it (the page, and the report inline);
+    # number_cell: a number as every calibkit table shows it
+    assert names == {'CI_BUDGET', 'METRICS', 'SELECTIVE', 'Report', 'metrics_wide', 'number_cell'}
 
 
 def test_write_report_files_writes_every_report_file(rep, tmp_path):
@@ -103,3 +104,10 @@ def test_labels_that_a_spreadsheet_would_evaluate_stay_exact_data_and_are_never_
             assert not re.search(r'<script|javascript:|\son[a-z]+\s*=|<a\s[^>]*href', text, re.I), f.name
     m = json.loads((tmp_path/'r'/'metrics.json').read_text(encoding='utf-8'))   # data: the labels as strings, exact
     assert set(labels) == {g['members'] for g in m['groups']}, m['groups'][:2]        # per_class: one each
+
+
+def test_the_page_tables_show_numbers_as_every_calibkit_table():
+    "The page's tables (bins, groups, conformal) write numbers with `number_cell`: a true minus, counts whole, NaN blank."
+    from calibkit.render import _table
+    t = _table(pd.DataFrame({'x': [-0.0005168, 168680.0, np.nan, 2.455e-05]}))
+    assert [c for c in re.findall(r'<td>([^<]*)</td>', t)] == ['−0.0005168', '168680', '', '2.455e-05']
