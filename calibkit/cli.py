@@ -649,8 +649,8 @@ def parser() -> argparse.ArgumentParser:
                                                                'for report)')
     m.add_argument('--names', help='the models\' names, comma-separated, one per INPUT (default: the file names)')
     m.add_argument('--paired', choices=('auto', 'id', 'position', 'none'), default='auto',
-                   help='how events are matched: by the --id column(s) (auto: when every input has them, else '
-                        'unpaired), by row position, or none')
+                   help='how events are matched: by the --id column(s) (auto: when every input has them; the '
+                        'recalibrations of one input by position; else unpaired), by row position, or none')
     m.add_argument('--id', default='item', help='the column(s) naming each event\'s item, comma-separated (default '
                                                 'item: a sentence\'s events are resampled together)')
     m.add_argument('--fit', help='held-out events the recalibrators are fitted on')

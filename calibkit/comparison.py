@@ -5,7 +5,7 @@ difference of each pair with a paired bootstrap interval and p-value, one verdic
 
 # %% ../nbs/60b_comparison.ipynb #4b3f51fb
 from __future__ import annotations
-import html, json, warnings
+import html, json, uuid, warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,6 +25,7 @@ __all__ = ['PAIRINGS', 'DECIDES', 'CHECKED', 'pairing', 'Comparison', 'compare',
 
 # %% ../nbs/60b_comparison.ipynb #e8825c64
 PAIRINGS = ('auto', 'id', 'position', 'none')
+_ROWS_OF = 'calibkit_rows_of'   # attrs key: the frames `recalibrations` made of one event set's rows share its value
 
 def _models(models) -> dict:
     "`models` checked: a mapping of at least two distinct non-empty names to events frames."
@@ -44,8 +45,15 @@ def _id_columns(id) -> list:
         raise TypeError(f'id must be a column name or a list of column names, got {id!r}')
     return cols
 
+def _same_rows(ev: pd.DataFrame, ref: pd.DataFrame) -> bool:
+    "Whether `ev` holds `ref`'s rows in `ref`'s order, as far as can be seen: the same index, outcomes (and labels)."
+    return (len(ev) == len(ref) and ev.index.equals(ref.index) and 'correct' in ev.columns
+            and np.array_equal(ev.correct.to_numpy(), ref.correct.to_numpy())
+            and ('label' in ev.columns) == ('label' in ref.columns)
+            and ('label' not in ev.columns or np.array_equal(ev.label.to_numpy(), ref.label.to_numpy())))
+
 def pairing(models: Mapping,  # name -> events frame
-            paired: str = 'auto',  # 'auto' (by `id` when every model has it, else none), 'id', 'position' or 'none'
+            paired: str = 'auto',  # 'auto' (id; position for `recalibrations`; else none), 'id', 'position', 'none'
             id='item',  # the column (or list of columns) naming the item each event belongs to
             ) -> tuple:  # (how: 'id', 'position' or 'none'; per model its events' item codes, for 'id'; else None)
     "How the models' events are matched, and for pairing by id every model's item codes (one code per item across all)."
@@ -53,7 +61,10 @@ def pairing(models: Mapping,  # name -> events frame
     check_choice('paired', paired, PAIRINGS)
     cols = _id_columns(id)
     has = {name: all(c in ev.columns for c in cols) for name, ev in models.items()}
-    how = ('id' if all(has.values()) else 'none') if paired == 'auto' else paired
+    first = next(iter(models.values()))
+    same_rows = (len({ev.attrs.get(_ROWS_OF) for ev in models.values()}) == 1 and _ROWS_OF in first.attrs
+                 and all(_same_rows(ev, first) for ev in models.values()))   # still, after whatever the caller did
+    how = ('id' if all(has.values()) else 'position' if same_rows else 'none') if paired == 'auto' else paired
     if how == 'position':
         n = {name: len(ev) for name, ev in models.items()}
         if len(set(n.values())) > 1:
@@ -105,7 +116,7 @@ def _names() -> dict:
     return {k: v[0] for k, v in (METRICS | SELECTIVE).items()}
 
 def compare(models: Mapping,  # name -> events frame (conf, correct; the `id` column to pair by; label to group by)
-            *, paired: str = 'auto',  # 'auto' (by `id` when every model has it, else none), 'id', 'position', 'none'
+            *, paired: str = 'auto',  # 'auto' (`pairing`'s rule), 'id', 'position' or 'none'
             id='item',  # the column (or columns) naming the item each event belongs to, for pairing by id
             grouper=None,  # evaluate per group of this grouper too (a name or instance; needs a label column)
             n_groups=None,  # groups, for a grouper that takes it
@@ -241,7 +252,7 @@ def recalibrations(events: pd.DataFrame,  # the evaluated events (conf, correct;
         src = fit if fit is not None else events
         if 'label' not in src.columns: raise ValueError(f'grouping by {grouper!r} needs a label column in the events')
         g.fit(grouper_counts(counts, fit, events)[0])
-    out = {given: events}
+    out = {given: events.copy(deep=False)}          # a view, marked below: the caller's frame is left as it is
     for spec, name in zip(recalibrators, names):
         if is_matrix_recalibrator(spec):
             if scores is None:
@@ -254,6 +265,10 @@ def recalibrations(events: pd.DataFrame,  # the evaluated events (conf, correct;
             label = name if g is None else f'{name} · {_plugin_name(grouper)}'
         if label in out: raise ValueError(f'recalibrators: {label!r} is named twice')
         out[label] = ev
+    same = [ev for ev in out.values() if _same_rows(ev, events)]
+    if len(same) > 1:                               # the given rows, recalibrated: comparable event by event
+        rows = uuid.uuid4().hex
+        for ev in same: ev.attrs[_ROWS_OF] = rows
     return out
 
 # %% ../nbs/60b_comparison.ipynb #8d4387e8

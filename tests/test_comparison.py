@@ -104,6 +104,21 @@ def test_recalibrations_per_group_and_of_score_matrices():
         recalibrations(ev, fit, ['temperature'])
 
 
+def test_recalibrations_of_one_event_set_are_paired_by_position(tmp_path, capsys):
+    "The same events recalibrated: paired by position under 'auto' (no id column), from Python and the command line."
+    over, _ = _events()
+    bare = over.drop(columns='item')
+    models = recalibrations(bare[750:], bare[:750], ['histogram', 'platt'])
+    assert pairing(models)[0] == 'position' and pairing({'a': bare, 'b': bare.copy()})[0] == 'none'
+    assert pairing(dict(models, platt=models['platt'].sort_values('conf')))[0] == 'none'   # reordered: not the same
+    assert pairing(models, id='label')[0] == 'id'                       # an id column every model has comes first
+    bare[:750].to_csv(tmp_path/'dev.csv', index=False); bare[750:].to_csv(tmp_path/'test.csv', index=False)
+    r = calibkit_here(capsys, 'compare', tmp_path/'test.csv', '--fit', tmp_path/'dev.csv', '--recalibrator',
+                      'histogram,platt', '--n-samples', N_SAMPLES, '--json')
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)['meta']['paired'] == 'position'
+
+
 @pytest.mark.parametrize('models, match', [
     ([1, 2], 'models must be a mapping'), ({'a': 1, 'b': 2}, r"models\['a'\] must be an events frame"),
 ])
