@@ -955,8 +955,11 @@ def number_cell(v: float,  # a number shown in a table
                 ) -> str:  # '0.01234', '−2.5e-05', '168680', 'NaN'
     """A number as calibkit's tables show it: 4 significant digits (never rounded to 0), a true minus sign (an
     exponent's as written), whole numbers whole. Also pandas' `display.float_format`, as the tutorials set it."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f'v must be a real number, got {type(v).__name__} {v!r}')
     v = float(v)
-    if not np.isfinite(v): return {True: 'inf', False: '−inf'}[v > 0] if np.isinf(v) else 'NaN'
+    if np.isnan(v): return 'NaN'
+    if np.isinf(v): return 'inf' if v > 0 else '−inf'
     t = f'{abs(v):.0f}' if v == int(v) and abs(v) < 1e15 else f'{abs(v):.4g}'
     return f'−{t}' if v < 0 else t
 
