@@ -1486,4 +1486,5 @@ d = { 'settings': { 'branch': 'main',
                                       'calibkit.torchmetric.StreamMetric.update': ( 'torchmetric.html#streammetric.update',
                                                                                     'calibkit/torchmetric.py')},
             'calibkit.tutorials': { 'calibkit.tutorials._plain_name': ('tutorial_output.html#_plain_name', 'calibkit/tutorials.py'),
-                                    'calibkit.tutorials.output_folder': ('tutorial_output.html#output_folder', 'calibkit/tutorials.py')}}}
+                                    'calibkit.tutorials.output_folder': ('tutorial_output.html#output_folder', 'calibkit/tutorials.py'),
+                                    'calibkit.tutorials.write_csv': ('tutorial_output.html#write_csv', 'calibkit/tutorials.py')}}}

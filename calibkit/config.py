@@ -12,9 +12,10 @@ from functools import cache
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['ARTIFACT_SIZES', 'BINNINGS', 'FORMATS', 'TABLE_FORMATS', 'FIGURE_FORMATS', 'EXPORT_FORMATS', 'FIGURE_WIDTHS',
-           'Settings', 'package_dir', 'calibkit_version', 'settings_path', 'read_settings', 'settings', 'default',
-           'check_threshold', 'decode_utf8', 'first_line', 'progress', 'fixed_threads', 'require', 'public_dir']
+__all__ = ['ARTIFACT_SIZES', 'BINNINGS', 'CSV_FLOATS', 'FORMATS', 'TABLE_FORMATS', 'FIGURE_FORMATS', 'EXPORT_FORMATS',
+           'FIGURE_WIDTHS', 'Settings', 'package_dir', 'calibkit_version', 'settings_path', 'read_settings', 'settings',
+           'default', 'check_threshold', 'decode_utf8', 'first_line', 'progress', 'fixed_threads', 'require',
+           'public_dir']
 
 # %% ../nbs/00_config.ipynb #c0a1b2c7
 def _threshold_in_range(value, name: str) -> float:
@@ -116,6 +117,7 @@ def check_threshold(
 
 # %% ../nbs/00_config.ipynb #b1a7c0e3
 BINNINGS = ('equal_mass', 'fixed_width', 'adaptive', 'sweep')   # binning schemes (see `calibkit.binning.bin_stats`)
+CSV_FLOATS = '%.6g'   # how the CSV files calibkit writes hold floats: 6 significant digits, reruns byte-identical
 FORMATS = {'csv': '.csv', 'jsonl': '.jsonl', 'parquet': '.parquet'}   # standard input's formats (`calibkit.inputs`)
 TABLE_FORMATS, FIGURE_FORMATS = ('latex', 'markdown'), ('pdf', 'svg', 'png')   # what `calibkit.export` writes
 EXPORT_FORMATS = TABLE_FORMATS + FIGURE_FORMATS

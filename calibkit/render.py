@@ -8,6 +8,7 @@ import html, json, re
 from pathlib import Path
 import numpy as np, pandas as pd
 from .comparison import Comparison, differences_wide, metrics_side
+from .config import CSV_FLOATS
 from .report import CI_BUDGET, METRICS, SELECTIVE, Report, metrics_wide, number_cell
 from .selective import MAX_CURVE_POINTS
 from .outdir import MARKER, claim
@@ -167,8 +168,8 @@ def write_report_files(r: Report,  # a calibration report
     folder = Path(folder)
     (folder/'report.html').write_text(report_html(r), encoding='utf-8')
     (folder/'metrics.json').write_text(r.to_json(), encoding='utf-8')
-    r.bins.to_csv(folder/'bins.csv', index=False, float_format='%.6g')
-    if r.groups is not None: r.groups.to_csv(folder/'groups.csv', index=False, float_format='%.6g')
+    r.bins.to_csv(folder/'bins.csv', index=False, float_format=CSV_FLOATS)
+    if r.groups is not None: r.groups.to_csv(folder/'groups.csv', index=False, float_format=CSV_FLOATS)
     for k, ch in r.charts.items(): save_chart(ch, folder/k)
 
 # %% ../nbs/67_render.ipynb #71acb456
@@ -415,9 +416,9 @@ def write_comparison_files(c: Comparison,  # a comparison
     folder = Path(folder)
     (folder/'comparison.html').write_text(comparison_html(c), encoding='utf-8')
     (folder/'comparison.json').write_text(c.to_json(), encoding='utf-8')
-    c.metrics.to_csv(folder/'metrics.csv', index=False, float_format='%.6g')
-    c.differences.to_csv(folder/'differences.csv', index=False, float_format='%.6g')
-    if c.groups is not None: c.groups.to_csv(folder/'groups.csv', index=False, float_format='%.6g')
+    c.metrics.to_csv(folder/'metrics.csv', index=False, float_format=CSV_FLOATS)
+    c.differences.to_csv(folder/'differences.csv', index=False, float_format=CSV_FLOATS)
+    if c.groups is not None: c.groups.to_csv(folder/'groups.csv', index=False, float_format=CSV_FLOATS)
     for k, ch in c.charts.items(): save_chart(ch, folder/k)
 
 def save_comparison(c: Comparison,  # a comparison

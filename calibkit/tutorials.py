@@ -6,10 +6,11 @@
 from __future__ import annotations
 import os
 from pathlib import Path
+from .config import CSV_FLOATS
 from .outdir import MARKER, OutputError, check_path, mismatch, write_manifest
 
 # %% auto #0
-__all__ = ['OUT_ENV', 'DEFAULT_ROOT', 'output_folder']
+__all__ = ['OUT_ENV', 'DEFAULT_ROOT', 'output_folder', 'write_csv']
 
 # %% ../nbs/66_tutorial_output.ipynb #9e6c0a58
 OUT_ENV = 'CALIBKIT_TUTORIAL_OUT'         # the environment variable naming the root of the tutorials' outputs
@@ -39,6 +40,18 @@ def output_folder(
     else: out.mkdir(parents=True)
     write_manifest(out, names, 'writing')
     return out
+
+# %% ../nbs/66_tutorial_output.ipynb #7c1d2e02
+def write_csv(
+    df,            # the table (a pandas DataFrame)
+    path,          # the CSV file to write, in the tutorial's `output_folder`
+    index: bool = False,  # write the row labels too
+) -> Path:  # `path`
+    "`df` as CSV at `path`, floats at 6 significant digits (`calibkit.config.CSV_FLOATS`)."
+    if not hasattr(df, 'to_csv') or not hasattr(df, 'columns'):
+        raise TypeError(f'df must be a pandas DataFrame, got {type(df).__name__}')
+    df.to_csv(path, index=bool(index), float_format=CSV_FLOATS)
+    return Path(path)
 
 # %% ../nbs/66_tutorial_output.ipynb #b3b50504
 from .config import public_dir
