@@ -52,6 +52,12 @@ def _same_rows(ev: pd.DataFrame, ref: pd.DataFrame) -> bool:
             and ('label' in ev.columns) == ('label' in ref.columns)
             and ('label' not in ev.columns or np.array_equal(ev.label.to_numpy(), ref.label.to_numpy())))
 
+def _recalibrated(models: dict) -> bool:
+    "Whether the models are one event set as `recalibrations` made them, and still hold its rows in its order."
+    first = next(iter(models.values()))
+    return (_ROWS_OF in first.attrs and len({ev.attrs.get(_ROWS_OF) for ev in models.values()}) == 1
+            and all(_same_rows(ev, first) for ev in models.values()))   # still, after whatever the caller did
+
 def pairing(models: Mapping,  # name -> events frame
             paired: str = 'auto',  # 'auto' (id; position for `recalibrations`; else none), 'id', 'position', 'none'
             id='item',  # the column (or list of columns) naming the item each event belongs to
@@ -61,10 +67,7 @@ def pairing(models: Mapping,  # name -> events frame
     check_choice('paired', paired, PAIRINGS)
     cols = _id_columns(id)
     has = {name: all(c in ev.columns for c in cols) for name, ev in models.items()}
-    first = next(iter(models.values()))
-    same_rows = (len({ev.attrs.get(_ROWS_OF) for ev in models.values()}) == 1 and _ROWS_OF in first.attrs
-                 and all(_same_rows(ev, first) for ev in models.values()))   # still, after whatever the caller did
-    how = ('id' if all(has.values()) else 'position' if same_rows else 'none') if paired == 'auto' else paired
+    how = paired if paired != 'auto' else 'id' if all(has.values()) else 'position' if _recalibrated(models) else 'none'
     if how == 'position':
         n = {name: len(ev) for name, ev in models.items()}
         if len(set(n.values())) > 1:
