@@ -78,7 +78,7 @@ def test_tables_show_numbers_as_calibkit_tables_do():
         if tables and "pd.set_option('display.float_format', number_cell)" not in p.read_text(): unset.append(p.name)
         for i, c in tables:
             last = ''.join(c['source']).rstrip().split('\n')[-1]
-            if '.round(' in last.split('#')[0] and '#' not in last: rounded.append(f'{p.name} cell {i}')
+            if '.round(' in last and '#' not in last: rounded.append(f'{p.name} cell {i}')
             html = ''.join(''.join(o.get('data', {}).get('text/html', '')) for o in c['outputs'])
             if re.search(r'<td>[−-]?0\.0+</td>', html): zeros.append(f'{p.name} cell {i}')
     assert with_tables >= 40                                          # the check sees the notebooks' tables
